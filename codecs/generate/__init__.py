@@ -1,0 +1,1 @@
+"""The message-definition code generator (see __main__)."""

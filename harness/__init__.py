@@ -1,0 +1,1 @@
+"""kconform.harness."""

@@ -1,0 +1,1 @@
+"""kconform.reference_broker."""
