@@ -118,7 +118,7 @@ def _decode_struct(cls, reader: _Reader, version: int, flexible: bool, path: str
             if reader.pos != start + size:
                 raise _Failure(field_path, start, f"tagged field is {size} bytes but its value took {reader.pos - start}")
     if "unknown_tagged_fields" in cls.__dataclass_fields__:
-        values["unknown_tagged_fields"] = unknown
+        values["unknown_tagged_fields"] = tuple(unknown)
     return cls(**values)
 
 

@@ -29,6 +29,8 @@ NEW_STRUCT = "NEW_STRUCT"
 I8 = Struct(">b")
 I16 = Struct(">h")
 I32 = Struct(">i")
+# Precompiled formats for arrays of up to 63 fixed-width elements, by struct format character.
+ARRAY_STRUCTS = {c: tuple(Struct(f">{n}{c}") for n in range(64)) for c in "bhHiIqd?"}
 NULL16 = b"\xff\xff"
 NULL32 = b"\xff\xff\xff\xff"
 _REEXPORTED = (Struct, pack, unpack_from, read_uvarint, write_uvarint, StructError)  # for generated code

@@ -111,7 +111,7 @@ class _ModuleEmitter:
         for f in struct.fields:
             c(f"{f.attr}: {self.py_type(message, f)} = {self.default_decl(message, f)}")
         if flexible:
-            c("unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)")
+            c("unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)")
         if not struct.fields and not flexible:
             c("pass")
 
@@ -179,8 +179,11 @@ class _ModuleEmitter:
             if layout.flexible:
                 for p in tagged:
                     c(f"f_{p.field.attr} = {self.default_expr(message, p.field)}")
-                c("unknown = []")
+                c("unknown = ()")
                 self.read_uvarint("ntags")
+                c("if ntags:")
+                c.depth += 1
+                c("unknown = []")
                 c("for _ in range(ntags):")
                 with c.indent():
                     c("tag, pos = _uvarint(buf, pos)")
@@ -206,9 +209,11 @@ class _ModuleEmitter:
                     else:
                         c("unknown.append((tag, bytes(buf[pos:end])))")
                         c("pos = end")
+                c("unknown = tuple(unknown)")
+                c.depth -= 1
                 args.append("unknown")
             elif not (message.flexible_versions.intersect(message.valid_versions).empty):
-                args.append("[]")
+                args.append("()")
             c(f"return {self.alias(message, layout.struct)}({', '.join(args)}), pos")
         c()
 
@@ -321,7 +326,12 @@ class _ModuleEmitter:
                 c(f"if {n} * {size} > blen - pos:")
                 with c.indent():
                     c("raise _Short")
-                c(f"{var} = list(_unpack_from('>%d{fmt}' % {n}, buf, pos))")
+                c(f"if {n} < 64:")
+                with c.indent():
+                    c(f"{var} = list(_ARRAY_{_array_name(fmt)}[{n}].unpack_from(buf, pos))")
+                c("else:")
+                with c.indent():
+                    c(f"{var} = list(_unpack_from('>%d{fmt}' % {n}, buf, pos))")
                 c(f"pos += {n} * {size}")
                 return
             c(f"if {n} > blen - pos:")
@@ -468,7 +478,12 @@ class _ModuleEmitter:
         self.write_length(n, p.compact, True, out)
         if element.kind in _FIXED and element.kind != "uuid":
             fmt, _size = _FIXED[element.kind]
-            c(f"{out} += _pack('>%d{fmt}' % {n}, *{var})")
+            c(f"if {n} < 64:")
+            with c.indent():
+                c(f"{out} += _ARRAY_{_array_name(fmt)}[{n}].pack(*{var})")
+            c("else:")
+            with c.indent():
+                c(f"{out} += _pack('>%d{fmt}' % {n}, *{var})")
         else:
             item = f"i{depth}"
             c(f"for {item} in {var}:")
@@ -576,6 +591,9 @@ class _ModuleEmitter:
             ")",
             "",
             "_UUID = UUID",
+            "_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (",
+            "    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'",
+            ")",
             "",
             f"__all__ = [{names}]",
             "",
@@ -585,6 +603,10 @@ class _ModuleEmitter:
         head.append("")
         head.append("")
         return "\n".join(head) + body
+
+
+def _array_name(fmt: str) -> str:
+    return "bool" if fmt == "?" else fmt
 
 
 def _nested_in_order(message: MessageSpec) -> list[StructSpec]:

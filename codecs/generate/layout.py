@@ -34,11 +34,12 @@ class Layout:
 
     @property
     def key(self):
-        return _layout_key(self.flexible, self.plans)
+        return _layout_key(self.struct, self.flexible, self.plans)
 
 
-def _layout_key(flexible: bool, plans) -> tuple:
+def _layout_key(struct: StructSpec, flexible: bool, plans) -> tuple:
     return (
+        struct.name,
         flexible,
         tuple(
             (p.field.attr, p.mode, p.nullable, p.compact, p.child.label if p.child else None) for p in plans
@@ -73,7 +74,7 @@ class LayoutTable:
             compact = flexible if f.flexible_versions is None else version in f.flexible_versions
             nullable = mode != ABSENT and version in f.nullable_versions
             plans.append(FieldPlan(f, mode, nullable, compact, child))
-        key = _layout_key(flexible, plans)
+        key = _layout_key(struct, flexible, plans)
         layout = self._by_key.get(key)
         if layout is None:
             label = f"{self.message.name}_{struct.name}_v{version}" if struct is not self.message.struct \

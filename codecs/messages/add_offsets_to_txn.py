@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse']
 
@@ -40,7 +43,7 @@ class AddOffsetsToTxnRequest(_rt.Message):
     producer_id: int = 0
     producer_epoch: int = 0
     group_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AddOffsetsToTxnRequest = AddOffsetsToTxnRequest
 
@@ -48,7 +51,7 @@ _C_AddOffsetsToTxnRequest = AddOffsetsToTxnRequest
 class AddOffsetsToTxnResponse(_rt.Message):
     throttle_time_ms: int = 0
     error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AddOffsetsToTxnResponse = AddOffsetsToTxnResponse
 
@@ -80,7 +83,7 @@ def _dec_AddOffsetsToTxnRequest_v0(buf, pos):
             raise _Short
         f_group_id = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, []), pos
+    return _C_AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, ()), pos
 
 def _enc_AddOffsetsToTxnRequest_v0(out, o):
     v = o.transactional_id
@@ -135,20 +138,23 @@ def _dec_AddOffsetsToTxnRequest_v3(buf, pos):
             raise _Short
         f_group_id = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, unknown), pos
 
 def _enc_AddOffsetsToTxnRequest_v3(out, o):
@@ -201,7 +207,7 @@ def _dec_AddOffsetsToTxnResponse_v0(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    return _C_AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code, []), pos
+    return _C_AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code, ()), pos
 
 def _enc_AddOffsetsToTxnResponse_v0(out, o):
     out += _S1.pack(o.throttle_time_ms, o.error_code)
@@ -210,20 +216,23 @@ def _dec_AddOffsetsToTxnResponse_v3(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code, unknown), pos
 
 def _enc_AddOffsetsToTxnResponse_v3(out, o):

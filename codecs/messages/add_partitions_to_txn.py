@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse']
 
@@ -42,7 +45,7 @@ class AddPartitionsToTxnRequest(_rt.Message):
     class AddPartitionsToTxnTopic(_rt.StructBase):
         name: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AddPartitionsToTxnTransaction(_rt.StructBase):
@@ -51,14 +54,14 @@ class AddPartitionsToTxnRequest(_rt.Message):
         producer_epoch: int = 0
         verify_only: bool = False
         topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = field(default_factory=list)
     v3_and_below_transactional_id: str = ''
     v3_and_below_producer_id: int = 0
     v3_and_below_producer_epoch: int = 0
     v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
@@ -70,25 +73,25 @@ class AddPartitionsToTxnResponse(_rt.Message):
     class AddPartitionsToTxnPartitionResult(_rt.StructBase):
         partition_index: int = 0
         partition_error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AddPartitionsToTxnTopicResult(_rt.StructBase):
         name: str = ''
         results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AddPartitionsToTxnResult(_rt.StructBase):
         transactional_id: str = ''
         topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = field(default_factory=list)
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
 _C_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -116,9 +119,12 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions, []), pos
+    return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions, ()), pos
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(out, o):
     v = o.name
@@ -131,7 +137,10 @@ def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(out, o):
     v = o.partitions
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_AddPartitionsToTxnRequest_v0(buf, pos):
     blen = len(buf)
@@ -161,7 +170,7 @@ def _dec_AddPartitionsToTxnRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf, pos)
             f_v3_and_below_topics.append(item)
-    return _C_AddPartitionsToTxnRequest(f_transactions, f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, []), pos
+    return _C_AddPartitionsToTxnRequest(f_transactions, f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, ()), pos
 
 def _enc_AddPartitionsToTxnRequest_v0(out, o):
     if o.transactions != []:
@@ -209,22 +218,28 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions, unknown), pos
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(out, o):
@@ -244,7 +259,10 @@ def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -286,20 +304,23 @@ def _dec_AddPartitionsToTxnRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos)
             f_v3_and_below_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnRequest(f_transactions, f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, unknown), pos
 
 def _enc_AddPartitionsToTxnRequest_v3(out, o):
@@ -364,20 +385,23 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics, unknown), pos
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(out, o):
@@ -426,20 +450,23 @@ def _dec_AddPartitionsToTxnRequest_v4(buf, pos):
     f_v3_and_below_producer_id = 0
     f_v3_and_below_producer_epoch = 0
     f_v3_and_below_topics = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnRequest(f_transactions, f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, unknown), pos
 
 def _enc_AddPartitionsToTxnRequest_v4(out, o):
@@ -499,7 +526,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, po
     blen = len(buf)
     f_partition_index, f_partition_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code, []), pos
+    return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code, ()), pos
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(out, o):
     out += _S2.pack(o.partition_index, o.partition_error_code)
@@ -529,7 +556,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, pos)
             f_results_by_partition.append(item)
-    return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition, []), pos
+    return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition, ()), pos
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(out, o):
     v = o.name
@@ -562,7 +589,7 @@ def _dec_AddPartitionsToTxnResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos)
             f_results_by_topic_v3_and_below.append(item)
-    return _C_AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, f_results_by_topic_v3_and_below, []), pos
+    return _C_AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, f_results_by_topic_v3_and_below, ()), pos
 
 def _enc_AddPartitionsToTxnResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -578,20 +605,23 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, po
     blen = len(buf)
     f_partition_index, f_partition_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code, unknown), pos
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(out, o):
@@ -634,20 +664,23 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, pos)
             f_results_by_partition.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition, unknown), pos
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(out, o):
@@ -695,20 +728,23 @@ def _dec_AddPartitionsToTxnResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos)
             f_results_by_topic_v3_and_below.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, f_results_by_topic_v3_and_below, unknown), pos
 
 def _enc_AddPartitionsToTxnResponse_v3(out, o):
@@ -761,20 +797,23 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos)
             f_topic_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(f_transactional_id, f_topic_results, unknown), pos
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(out, o):
@@ -821,20 +860,23 @@ def _dec_AddPartitionsToTxnResponse_v4(buf, pos):
             item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos)
             f_results_by_transaction.append(item)
     f_results_by_topic_v3_and_below = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, f_results_by_topic_v3_and_below, unknown), pos
 
 def _enc_AddPartitionsToTxnResponse_v4(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AllocateProducerIdsRequest', 'AllocateProducerIdsResponse']
 
@@ -38,7 +41,7 @@ _S1 = _Struct('>ihqi')
 class AllocateProducerIdsRequest(_rt.Message):
     broker_id: int = 0
     broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AllocateProducerIdsRequest = AllocateProducerIdsRequest
 
@@ -48,7 +51,7 @@ class AllocateProducerIdsResponse(_rt.Message):
     error_code: int = 0
     producer_id_start: int = 0
     producer_id_len: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AllocateProducerIdsResponse = AllocateProducerIdsResponse
 
@@ -56,20 +59,23 @@ def _dec_AllocateProducerIdsRequest_v0(buf, pos):
     blen = len(buf)
     f_broker_id, f_broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AllocateProducerIdsRequest(f_broker_id, f_broker_epoch, unknown), pos
 
 def _enc_AllocateProducerIdsRequest_v0(out, o):
@@ -100,20 +106,23 @@ def _dec_AllocateProducerIdsResponse_v0(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len = _S1.unpack_from(buf, pos)
     pos += 18
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AllocateProducerIdsResponse(f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len, unknown), pos
 
 def _enc_AllocateProducerIdsResponse_v0(out, o):

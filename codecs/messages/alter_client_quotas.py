@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasResponse']
 
@@ -42,24 +45,24 @@ class AlterClientQuotasRequest(_rt.Message):
     class EntityData(_rt.StructBase):
         entity_type: str = ''
         entity_name: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OpData(_rt.StructBase):
         key: str = ''
         value: float = 0.0
         remove: bool = False
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class EntryData(_rt.StructBase):
         entity: list[AlterClientQuotasRequest.EntityData] = field(default_factory=list)
         ops: list[AlterClientQuotasRequest.OpData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     entries: list[AlterClientQuotasRequest.EntryData] = field(default_factory=list)
     validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterClientQuotasRequest_EntityData = AlterClientQuotasRequest.EntityData
 _C_AlterClientQuotasRequest_OpData = AlterClientQuotasRequest.OpData
@@ -72,18 +75,18 @@ class AlterClientQuotasResponse(_rt.Message):
     class EntityData(_rt.StructBase):
         entity_type: str = ''
         entity_name: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class EntryData(_rt.StructBase):
         error_code: int = 0
         error_message: str | None = ''
         entity: list[AlterClientQuotasResponse.EntityData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     entries: list[AlterClientQuotasResponse.EntryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterClientQuotasResponse_EntityData = AlterClientQuotasResponse.EntityData
 _C_AlterClientQuotasResponse_EntryData = AlterClientQuotasResponse.EntryData
@@ -115,7 +118,7 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos):
             raise _Short
         f_entity_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_AlterClientQuotasRequest_EntityData(f_entity_type, f_entity_name, []), pos
+    return _C_AlterClientQuotasRequest_EntityData(f_entity_type, f_entity_name, ()), pos
 
 def _enc_AlterClientQuotasRequest_EntityData_v0(out, o):
     v = o.entity_type
@@ -152,7 +155,7 @@ def _dec_AlterClientQuotasRequest_OpData_v0(buf, pos):
         pos = end
     f_value, f_remove = _S0.unpack_from(buf, pos)
     pos += 9
-    return _C_AlterClientQuotasRequest_OpData(f_key, f_value, f_remove, []), pos
+    return _C_AlterClientQuotasRequest_OpData(f_key, f_value, f_remove, ()), pos
 
 def _enc_AlterClientQuotasRequest_OpData_v0(out, o):
     v = o.key
@@ -188,7 +191,7 @@ def _dec_AlterClientQuotasRequest_EntryData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterClientQuotasRequest_OpData_v0(buf, pos)
             f_ops.append(item)
-    return _C_AlterClientQuotasRequest_EntryData(f_entity, f_ops, []), pos
+    return _C_AlterClientQuotasRequest_EntryData(f_entity, f_ops, ()), pos
 
 def _enc_AlterClientQuotasRequest_EntryData_v0(out, o):
     v = o.entity
@@ -217,7 +220,7 @@ def _dec_AlterClientQuotasRequest_v0(buf, pos):
             f_entries.append(item)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    return _C_AlterClientQuotasRequest(f_entries, f_validate_only, []), pos
+    return _C_AlterClientQuotasRequest(f_entries, f_validate_only, ()), pos
 
 def _enc_AlterClientQuotasRequest_v0(out, o):
     v = o.entries
@@ -261,20 +264,23 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos):
             raise _Short
         f_entity_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasRequest_EntityData(f_entity_type, f_entity_name, unknown), pos
 
 def _enc_AlterClientQuotasRequest_EntityData_v1(out, o):
@@ -326,20 +332,23 @@ def _dec_AlterClientQuotasRequest_OpData_v1(buf, pos):
         pos = end
     f_value, f_remove = _S0.unpack_from(buf, pos)
     pos += 9
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasRequest_OpData(f_key, f_value, f_remove, unknown), pos
 
 def _enc_AlterClientQuotasRequest_OpData_v1(out, o):
@@ -391,20 +400,23 @@ def _dec_AlterClientQuotasRequest_EntryData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterClientQuotasRequest_OpData_v1(buf, pos)
             f_ops.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasRequest_EntryData(f_entity, f_ops, unknown), pos
 
 def _enc_AlterClientQuotasRequest_EntryData_v1(out, o):
@@ -448,20 +460,23 @@ def _dec_AlterClientQuotasRequest_v1(buf, pos):
             f_entries.append(item)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasRequest(f_entries, f_validate_only, unknown), pos
 
 def _enc_AlterClientQuotasRequest_v1(out, o):
@@ -535,7 +550,7 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos):
             raise _Short
         f_entity_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_AlterClientQuotasResponse_EntityData(f_entity_type, f_entity_name, []), pos
+    return _C_AlterClientQuotasResponse_EntityData(f_entity_type, f_entity_name, ()), pos
 
 def _enc_AlterClientQuotasResponse_EntityData_v0(out, o):
     v = o.entity_type
@@ -583,7 +598,7 @@ def _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos)
             f_entity.append(item)
-    return _C_AlterClientQuotasResponse_EntryData(f_error_code, f_error_message, f_entity, []), pos
+    return _C_AlterClientQuotasResponse_EntryData(f_error_code, f_error_message, f_entity, ()), pos
 
 def _enc_AlterClientQuotasResponse_EntryData_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -618,7 +633,7 @@ def _dec_AlterClientQuotasResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos)
             f_entries.append(item)
-    return _C_AlterClientQuotasResponse(f_throttle_time_ms, f_entries, []), pos
+    return _C_AlterClientQuotasResponse(f_throttle_time_ms, f_entries, ()), pos
 
 def _enc_AlterClientQuotasResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -662,20 +677,23 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos):
             raise _Short
         f_entity_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasResponse_EntityData(f_entity_type, f_entity_name, unknown), pos
 
 def _enc_AlterClientQuotasResponse_EntityData_v1(out, o):
@@ -742,20 +760,23 @@ def _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos)
             f_entity.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasResponse_EntryData(f_error_code, f_error_message, f_entity, unknown), pos
 
 def _enc_AlterClientQuotasResponse_EntryData_v1(out, o):
@@ -805,20 +826,23 @@ def _dec_AlterClientQuotasResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos)
             f_entries.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterClientQuotasResponse(f_throttle_time_ms, f_entries, unknown), pos
 
 def _enc_AlterClientQuotasResponse_v1(out, o):

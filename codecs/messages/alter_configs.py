@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AlterConfigsRequest', 'AlterConfigsResponse']
 
@@ -42,18 +45,18 @@ class AlterConfigsRequest(_rt.Message):
     class AlterableConfig(_rt.StructBase):
         name: str = ''
         value: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AlterConfigsResource(_rt.StructBase):
         resource_type: int = 0
         resource_name: str = ''
         configs: list[AlterConfigsRequest.AlterableConfig] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     resources: list[AlterConfigsRequest.AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterConfigsRequest_AlterableConfig = AlterConfigsRequest.AlterableConfig
 _C_AlterConfigsRequest_AlterConfigsResource = AlterConfigsRequest.AlterConfigsResource
@@ -67,11 +70,11 @@ class AlterConfigsResponse(_rt.Message):
         error_message: str | None = ''
         resource_type: int = 0
         resource_name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterConfigsResponse_AlterConfigsResourceResponse = AlterConfigsResponse.AlterConfigsResourceResponse
 _C_AlterConfigsResponse = AlterConfigsResponse
@@ -102,7 +105,7 @@ def _dec_AlterConfigsRequest_AlterableConfig_v0(buf, pos):
             raise _Short
         f_value = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_AlterConfigsRequest_AlterableConfig(f_name, f_value, []), pos
+    return _C_AlterConfigsRequest_AlterableConfig(f_name, f_value, ()), pos
 
 def _enc_AlterConfigsRequest_AlterableConfig_v0(out, o):
     v = o.name
@@ -150,7 +153,7 @@ def _dec_AlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterConfigsRequest_AlterableConfig_v0(buf, pos)
             f_configs.append(item)
-    return _C_AlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, []), pos
+    return _C_AlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, ()), pos
 
 def _enc_AlterConfigsRequest_AlterConfigsResource_v0(out, o):
     out += _S0.pack(o.resource_type)
@@ -182,7 +185,7 @@ def _dec_AlterConfigsRequest_v0(buf, pos):
             f_resources.append(item)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    return _C_AlterConfigsRequest(f_resources, f_validate_only, []), pos
+    return _C_AlterConfigsRequest(f_resources, f_validate_only, ()), pos
 
 def _enc_AlterConfigsRequest_v0(out, o):
     v = o.resources
@@ -226,20 +229,23 @@ def _dec_AlterConfigsRequest_AlterableConfig_v2(buf, pos):
             raise _Short
         f_value = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterConfigsRequest_AlterableConfig(f_name, f_value, unknown), pos
 
 def _enc_AlterConfigsRequest_AlterableConfig_v2(out, o):
@@ -306,20 +312,23 @@ def _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterConfigsRequest_AlterableConfig_v2(buf, pos)
             f_configs.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, unknown), pos
 
 def _enc_AlterConfigsRequest_AlterConfigsResource_v2(out, o):
@@ -366,20 +375,23 @@ def _dec_AlterConfigsRequest_v2(buf, pos):
             f_resources.append(item)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterConfigsRequest(f_resources, f_validate_only, unknown), pos
 
 def _enc_AlterConfigsRequest_v2(out, o):
@@ -453,7 +465,7 @@ def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos):
             raise _Short
         f_resource_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, []), pos
+    return _C_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, ()), pos
 
 def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -491,7 +503,7 @@ def _dec_AlterConfigsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos)
             f_responses.append(item)
-    return _C_AlterConfigsResponse(f_throttle_time_ms, f_responses, []), pos
+    return _C_AlterConfigsResponse(f_throttle_time_ms, f_responses, ()), pos
 
 def _enc_AlterConfigsResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -539,20 +551,23 @@ def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos):
             raise _Short
         f_resource_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, unknown), pos
 
 def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(out, o):
@@ -605,20 +620,23 @@ def _dec_AlterConfigsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos)
             f_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterConfigsResponse(f_throttle_time_ms, f_responses, unknown), pos
 
 def _enc_AlterConfigsResponse_v2(out, o):

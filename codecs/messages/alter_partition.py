@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AlterPartitionRequest', 'AlterPartitionResponse']
 
@@ -45,7 +48,7 @@ class AlterPartitionRequest(_rt.Message):
     class BrokerState(_rt.StructBase):
         broker_id: int = 0
         broker_epoch: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -55,19 +58,19 @@ class AlterPartitionRequest(_rt.Message):
         new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = field(default_factory=list)
         leader_recovery_state: int = 0
         partition_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[AlterPartitionRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     broker_id: int = 0
     broker_epoch: int = -1
     topics: list[AlterPartitionRequest.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterPartitionRequest_BrokerState = AlterPartitionRequest.BrokerState
 _C_AlterPartitionRequest_PartitionData = AlterPartitionRequest.PartitionData
@@ -85,19 +88,19 @@ class AlterPartitionResponse(_rt.Message):
         isr: list[int] = field(default_factory=list)
         leader_recovery_state: int = 0
         partition_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[AlterPartitionResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     topics: list[AlterPartitionResponse.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterPartitionResponse_PartitionData = AlterPartitionResponse.PartitionData
 _C_AlterPartitionResponse_TopicData = AlterPartitionResponse.TopicData
@@ -118,26 +121,32 @@ def _dec_AlterPartitionRequest_PartitionData_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_new_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_new_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_new_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_new_isr_with_epochs = []
     f_leader_recovery_state = 0
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_PartitionData(f_partition_index, f_leader_epoch, f_new_isr, f_new_isr_with_epochs, f_leader_recovery_state, f_partition_epoch, unknown), pos
 
 def _enc_AlterPartitionRequest_PartitionData_v0(out, o):
@@ -148,7 +157,10 @@ def _enc_AlterPartitionRequest_PartitionData_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.new_isr_with_epochs != []:
         raise _NonDefault('new_isr_with_epochs')
     if o.leader_recovery_state != 0:
@@ -193,20 +205,23 @@ def _dec_AlterPartitionRequest_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionRequest_TopicData_v0(out, o):
@@ -252,20 +267,23 @@ def _dec_AlterPartitionRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, unknown), pos
 
 def _enc_AlterPartitionRequest_v0(out, o):
@@ -298,25 +316,31 @@ def _dec_AlterPartitionRequest_PartitionData_v1(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_new_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_new_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_new_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_new_isr_with_epochs = []
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_PartitionData(f_partition_index, f_leader_epoch, f_new_isr, f_new_isr_with_epochs, f_leader_recovery_state, f_partition_epoch, unknown), pos
 
 def _enc_AlterPartitionRequest_PartitionData_v1(out, o):
@@ -327,7 +351,10 @@ def _enc_AlterPartitionRequest_PartitionData_v1(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.new_isr_with_epochs != []:
         raise _NonDefault('new_isr_with_epochs')
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
@@ -370,20 +397,23 @@ def _dec_AlterPartitionRequest_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionRequest_TopicData_v1(out, o):
@@ -429,20 +459,23 @@ def _dec_AlterPartitionRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_TopicData_v1(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, unknown), pos
 
 def _enc_AlterPartitionRequest_v1(out, o):
@@ -481,20 +514,23 @@ def _dec_AlterPartitionRequest_TopicData_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionRequest_TopicData_v2(out, o):
@@ -531,20 +567,23 @@ def _dec_AlterPartitionRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_TopicData_v2(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, unknown), pos
 
 def _enc_AlterPartitionRequest_v2(out, o):
@@ -566,20 +605,23 @@ def _dec_AlterPartitionRequest_BrokerState_v3(buf, pos):
     blen = len(buf)
     f_broker_id, f_broker_epoch = _S2.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_BrokerState(f_broker_id, f_broker_epoch, unknown), pos
 
 def _enc_AlterPartitionRequest_BrokerState_v3(out, o):
@@ -611,20 +653,23 @@ def _dec_AlterPartitionRequest_PartitionData_v3(buf, pos):
             f_new_isr_with_epochs.append(item)
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_PartitionData(f_partition_index, f_leader_epoch, f_new_isr, f_new_isr_with_epochs, f_leader_recovery_state, f_partition_epoch, unknown), pos
 
 def _enc_AlterPartitionRequest_PartitionData_v3(out, o):
@@ -666,20 +711,23 @@ def _dec_AlterPartitionRequest_TopicData_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_PartitionData_v3(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionRequest_TopicData_v3(out, o):
@@ -716,20 +764,23 @@ def _dec_AlterPartitionRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionRequest_TopicData_v3(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, unknown), pos
 
 def _enc_AlterPartitionRequest_v3(out, o):
@@ -797,25 +848,31 @@ def _dec_AlterPartitionResponse_PartitionData_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_leader_recovery_state = 0
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, f_leader_recovery_state, f_partition_epoch, unknown), pos
 
 def _enc_AlterPartitionResponse_PartitionData_v0(out, o):
@@ -826,7 +883,10 @@ def _enc_AlterPartitionResponse_PartitionData_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
@@ -867,20 +927,23 @@ def _dec_AlterPartitionResponse_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionResponse_TopicData_v0(out, o):
@@ -926,20 +989,23 @@ def _dec_AlterPartitionResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics, unknown), pos
 
 def _enc_AlterPartitionResponse_v0(out, o):
@@ -972,24 +1038,30 @@ def _dec_AlterPartitionResponse_PartitionData_v1(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, f_leader_recovery_state, f_partition_epoch, unknown), pos
 
 def _enc_AlterPartitionResponse_PartitionData_v1(out, o):
@@ -1000,7 +1072,10 @@ def _enc_AlterPartitionResponse_PartitionData_v1(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
@@ -1041,20 +1116,23 @@ def _dec_AlterPartitionResponse_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionResponse_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionResponse_TopicData_v1(out, o):
@@ -1100,20 +1178,23 @@ def _dec_AlterPartitionResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionResponse_TopicData_v1(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics, unknown), pos
 
 def _enc_AlterPartitionResponse_v1(out, o):
@@ -1152,20 +1233,23 @@ def _dec_AlterPartitionResponse_TopicData_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionResponse_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse_TopicData(f_topic_name, f_topic_id, f_partitions, unknown), pos
 
 def _enc_AlterPartitionResponse_TopicData_v2(out, o):
@@ -1202,20 +1286,23 @@ def _dec_AlterPartitionResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionResponse_TopicData_v2(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics, unknown), pos
 
 def _enc_AlterPartitionResponse_v2(out, o):

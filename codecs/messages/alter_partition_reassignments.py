@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse']
 
@@ -40,17 +43,17 @@ class AlterPartitionReassignmentsRequest(_rt.Message):
     class ReassignablePartition(_rt.StructBase):
         partition_index: int = 0
         replicas: list[int] | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReassignableTopic(_rt.StructBase):
         name: str = ''
         partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     timeout_ms: int = 60000
     topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterPartitionReassignmentsRequest_ReassignablePartition = AlterPartitionReassignmentsRequest.ReassignablePartition
 _C_AlterPartitionReassignmentsRequest_ReassignableTopic = AlterPartitionReassignmentsRequest.ReassignableTopic
@@ -63,19 +66,19 @@ class AlterPartitionReassignmentsResponse(_rt.Message):
         partition_index: int = 0
         error_code: int = 0
         error_message: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReassignableTopicResponse(_rt.StructBase):
         name: str = ''
         partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
     responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
 _C_AlterPartitionReassignmentsResponse_ReassignableTopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
@@ -96,22 +99,28 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionReassignmentsRequest_ReassignablePartition(f_partition_index, f_replicas, unknown), pos
 
 def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, o):
@@ -125,7 +134,10 @@ def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, o):
             out.append(n0 + 1)
         else:
             _write_uvarint(out, n0 + 1)
-        out += _pack('>%di' % n0, *v)
+        if n0 < 64:
+            out += _ARRAY_i[n0].pack(*v)
+        else:
+            out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -164,20 +176,23 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionReassignmentsRequest_ReassignableTopic(f_name, f_partitions, unknown), pos
 
 def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(out, o):
@@ -223,20 +238,23 @@ def _dec_AlterPartitionReassignmentsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionReassignmentsRequest(f_timeout_ms, f_topics, unknown), pos
 
 def _enc_AlterPartitionReassignmentsRequest_v0(out, o):
@@ -299,20 +317,23 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(bu
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message, unknown), pos
 
 def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(out, o):
@@ -368,20 +389,23 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, p
         for _ in range(n0):
             item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(f_name, f_partitions, unknown), pos
 
 def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(out, o):
@@ -443,20 +467,23 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
             f_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, unknown), pos
 
 def _enc_AlterPartitionReassignmentsResponse_v0(out, o):

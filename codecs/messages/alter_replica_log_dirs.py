@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse']
 
@@ -40,16 +43,16 @@ class AlterReplicaLogDirsRequest(_rt.Message):
     class AlterReplicaLogDirTopic(_rt.StructBase):
         name: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AlterReplicaLogDir(_rt.StructBase):
         path: str = ''
         topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic = AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic
 _C_AlterReplicaLogDirsRequest_AlterReplicaLogDir = AlterReplicaLogDirsRequest.AlterReplicaLogDir
@@ -61,17 +64,17 @@ class AlterReplicaLogDirsResponse(_rt.Message):
     class AlterReplicaLogDirPartitionResult(_rt.StructBase):
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AlterReplicaLogDirTopicResult(_rt.StructBase):
         topic_name: str = ''
         partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
 _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
@@ -98,9 +101,12 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(f_name, f_partitions, []), pos
+    return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(f_name, f_partitions, ()), pos
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(out, o):
     v = o.name
@@ -113,7 +119,10 @@ def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(out, o):
     v = o.partitions
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos):
     blen = len(buf)
@@ -140,7 +149,7 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDir(f_path, f_topics, []), pos
+    return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDir(f_path, f_topics, ()), pos
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(out, o):
     v = o.path
@@ -169,7 +178,7 @@ def _dec_AlterReplicaLogDirsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos)
             f_dirs.append(item)
-    return _C_AlterReplicaLogDirsRequest(f_dirs, []), pos
+    return _C_AlterReplicaLogDirsRequest(f_dirs, ()), pos
 
 def _enc_AlterReplicaLogDirsRequest_v0(out, o):
     v = o.dirs
@@ -207,22 +216,28 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(f_name, f_partitions, unknown), pos
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(out, o):
@@ -242,7 +257,10 @@ def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -281,20 +299,23 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDir(f_path, f_topics, unknown), pos
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(out, o):
@@ -338,20 +359,23 @@ def _dec_AlterReplicaLogDirsRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos)
             f_dirs.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterReplicaLogDirsRequest(f_dirs, unknown), pos
 
 def _enc_AlterReplicaLogDirsRequest_v2(out, o):
@@ -396,7 +420,7 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(buf, p
     blen = len(buf)
     f_partition_index, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
-    return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code, []), pos
+    return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code, ()), pos
 
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(out, o):
     out += _S0.pack(o.partition_index, o.error_code)
@@ -426,7 +450,7 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(f_topic_name, f_partitions, []), pos
+    return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(f_topic_name, f_partitions, ()), pos
 
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(out, o):
     v = o.topic_name
@@ -457,7 +481,7 @@ def _dec_AlterReplicaLogDirsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(buf, pos)
             f_results.append(item)
-    return _C_AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_AlterReplicaLogDirsResponse_v0(out, o):
     out += _S1.pack(o.throttle_time_ms)
@@ -471,20 +495,23 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, p
     blen = len(buf)
     f_partition_index, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code, unknown), pos
 
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(out, o):
@@ -527,20 +554,23 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(f_topic_name, f_partitions, unknown), pos
 
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(out, o):
@@ -586,20 +616,23 @@ def _dec_AlterReplicaLogDirsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results, unknown), pos
 
 def _enc_AlterReplicaLogDirsResponse_v2(out, o):

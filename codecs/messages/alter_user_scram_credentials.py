@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse']
 
@@ -42,7 +45,7 @@ class AlterUserScramCredentialsRequest(_rt.Message):
     class ScramCredentialDeletion(_rt.StructBase):
         name: str = ''
         mechanism: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ScramCredentialUpsertion(_rt.StructBase):
@@ -51,11 +54,11 @@ class AlterUserScramCredentialsRequest(_rt.Message):
         iterations: int = 0
         salt: bytes = b''
         salted_password: bytes = b''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = field(default_factory=list)
     upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterUserScramCredentialsRequest_ScramCredentialDeletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
 _C_AlterUserScramCredentialsRequest_ScramCredentialUpsertion = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
@@ -68,11 +71,11 @@ class AlterUserScramCredentialsResponse(_rt.Message):
         user: str = ''
         error_code: int = 0
         error_message: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 _C_AlterUserScramCredentialsResponse = AlterUserScramCredentialsResponse
@@ -97,20 +100,23 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos):
         pos = end
     f_mechanism, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterUserScramCredentialsRequest_ScramCredentialDeletion(f_name, f_mechanism, unknown), pos
 
 def _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(out, o):
@@ -178,20 +184,23 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos):
             raise _Short
         f_salted_password = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(f_name, f_mechanism, f_iterations, f_salt, f_salted_password, unknown), pos
 
 def _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(out, o):
@@ -257,20 +266,23 @@ def _dec_AlterUserScramCredentialsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos)
             f_upsertions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterUserScramCredentialsRequest(f_deletions, f_upsertions, unknown), pos
 
 def _enc_AlterUserScramCredentialsRequest_v0(out, o):
@@ -359,20 +371,23 @@ def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(bu
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(f_user, f_error_code, f_error_message, unknown), pos
 
 def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(out, o):
@@ -424,20 +439,23 @@ def _dec_AlterUserScramCredentialsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AlterUserScramCredentialsResponse(f_throttle_time_ms, f_results, unknown), pos
 
 def _enc_AlterUserScramCredentialsResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ApiVersionsRequest', 'ApiVersionsResponse']
 
@@ -42,7 +45,7 @@ _S5 = _Struct('>?')
 class ApiVersionsRequest(_rt.Message):
     client_software_name: str = ''
     client_software_version: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ApiVersionsRequest = ApiVersionsRequest
 
@@ -53,21 +56,21 @@ class ApiVersionsResponse(_rt.Message):
         api_key: int = 0
         min_version: int = 0
         max_version: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class SupportedFeatureKey(_rt.StructBase):
         name: str = ''
         min_version: int = 0
         max_version: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class FinalizedFeatureKey(_rt.StructBase):
         name: str = ''
         max_version_level: int = 0
         min_version_level: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     api_keys: list[ApiVersionsResponse.ApiVersion] = field(default_factory=list)
@@ -76,7 +79,7 @@ class ApiVersionsResponse(_rt.Message):
     finalized_features_epoch: int = -1
     finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = field(default_factory=list)
     zk_migration_ready: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ApiVersionsResponse_ApiVersion = ApiVersionsResponse.ApiVersion
 _C_ApiVersionsResponse_SupportedFeatureKey = ApiVersionsResponse.SupportedFeatureKey
@@ -87,7 +90,7 @@ def _dec_ApiVersionsRequest_v0(buf, pos):
     blen = len(buf)
     f_client_software_name = ''
     f_client_software_version = ''
-    return _C_ApiVersionsRequest(f_client_software_name, f_client_software_version, []), pos
+    return _C_ApiVersionsRequest(f_client_software_name, f_client_software_version, ()), pos
 
 def _enc_ApiVersionsRequest_v0(out, o):
     pass
@@ -126,20 +129,23 @@ def _dec_ApiVersionsRequest_v3(buf, pos):
             raise _Short
         f_client_software_version = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ApiVersionsRequest(f_client_software_name, f_client_software_version, unknown), pos
 
 def _enc_ApiVersionsRequest_v3(out, o):
@@ -189,7 +195,7 @@ def _dec_ApiVersionsResponse_ApiVersion_v0(buf, pos):
     blen = len(buf)
     f_api_key, f_min_version, f_max_version = _S0.unpack_from(buf, pos)
     pos += 6
-    return _C_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version, []), pos
+    return _C_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version, ()), pos
 
 def _enc_ApiVersionsResponse_ApiVersion_v0(out, o):
     out += _S0.pack(o.api_key, o.min_version, o.max_version)
@@ -214,7 +220,7 @@ def _dec_ApiVersionsResponse_v0(buf, pos):
     f_finalized_features_epoch = -1
     f_finalized_features = []
     f_zk_migration_ready = False
-    return _C_ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready, []), pos
+    return _C_ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready, ()), pos
 
 def _enc_ApiVersionsResponse_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -245,7 +251,7 @@ def _dec_ApiVersionsResponse_v1(buf, pos):
     f_finalized_features_epoch = -1
     f_finalized_features = []
     f_zk_migration_ready = False
-    return _C_ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready, []), pos
+    return _C_ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready, ()), pos
 
 def _enc_ApiVersionsResponse_v1(out, o):
     out += _S1.pack(o.error_code)
@@ -260,20 +266,23 @@ def _dec_ApiVersionsResponse_ApiVersion_v3(buf, pos):
     blen = len(buf)
     f_api_key, f_min_version, f_max_version = _S0.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version, unknown), pos
 
 def _enc_ApiVersionsResponse_ApiVersion_v3(out, o):
@@ -303,20 +312,23 @@ def _dec_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos):
         pos = end
     f_min_version, f_max_version = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ApiVersionsResponse_SupportedFeatureKey(f_name, f_min_version, f_max_version, unknown), pos
 
 def _enc_ApiVersionsResponse_SupportedFeatureKey_v3(out, o):
@@ -356,20 +368,23 @@ def _dec_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos):
         pos = end
     f_max_version_level, f_min_version_level = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ApiVersionsResponse_FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level, unknown), pos
 
 def _enc_ApiVersionsResponse_FinalizedFeatureKey_v3(out, o):
@@ -414,67 +429,70 @@ def _dec_ApiVersionsResponse_v3(buf, pos):
     f_finalized_features_epoch = -1
     f_finalized_features = []
     f_zk_migration_ready = False
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_supported_features = []
+                    for _ in range(n0):
+                        item, pos = _dec_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos)
+                        f_supported_features.append(item)
+                if pos != end:
+                    raise _TagSize
+            elif tag == 1:
+                f_finalized_features_epoch, = _S4.unpack_from(buf, pos)
+                pos += 8
+                if pos != end:
+                    raise _TagSize
+            elif tag == 2:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_finalized_features = []
+                    for _ in range(n0):
+                        item, pos = _dec_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos)
+                        f_finalized_features.append(item)
+                if pos != end:
+                    raise _TagSize
+            elif tag == 3:
+                f_zk_migration_ready, = _S5.unpack_from(buf, pos)
                 pos += 1
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_supported_features = []
-                for _ in range(n0):
-                    item, pos = _dec_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos)
-                    f_supported_features.append(item)
-            if pos != end:
-                raise _TagSize
-        elif tag == 1:
-            f_finalized_features_epoch, = _S4.unpack_from(buf, pos)
-            pos += 8
-            if pos != end:
-                raise _TagSize
-        elif tag == 2:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
-            else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_finalized_features = []
-                for _ in range(n0):
-                    item, pos = _dec_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos)
-                    f_finalized_features.append(item)
-            if pos != end:
-                raise _TagSize
-        elif tag == 3:
-            f_zk_migration_ready, = _S5.unpack_from(buf, pos)
-            pos += 1
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready, unknown), pos
 
 def _enc_ApiVersionsResponse_v3(out, o):

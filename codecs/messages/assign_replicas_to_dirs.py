@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse']
 
@@ -41,24 +44,24 @@ class AssignReplicasToDirsRequest(_rt.Message):
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
         partition_index: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[AssignReplicasToDirsRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DirectoryData(_rt.StructBase):
         id: UUID = _rt.ZERO_UUID
         topics: list[AssignReplicasToDirsRequest.TopicData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     broker_id: int = 0
     broker_epoch: int = -1
     directories: list[AssignReplicasToDirsRequest.DirectoryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AssignReplicasToDirsRequest_PartitionData = AssignReplicasToDirsRequest.PartitionData
 _C_AssignReplicasToDirsRequest_TopicData = AssignReplicasToDirsRequest.TopicData
@@ -71,24 +74,24 @@ class AssignReplicasToDirsResponse(_rt.Message):
     class PartitionData(_rt.StructBase):
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[AssignReplicasToDirsResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DirectoryData(_rt.StructBase):
         id: UUID = _rt.ZERO_UUID
         topics: list[AssignReplicasToDirsResponse.TopicData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     directories: list[AssignReplicasToDirsResponse.DirectoryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_AssignReplicasToDirsResponse_PartitionData = AssignReplicasToDirsResponse.PartitionData
 _C_AssignReplicasToDirsResponse_TopicData = AssignReplicasToDirsResponse.TopicData
@@ -99,20 +102,23 @@ def _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsRequest_PartitionData(f_partition_index, unknown), pos
 
 def _enc_AssignReplicasToDirsRequest_PartitionData_v0(out, o):
@@ -142,20 +148,23 @@ def _dec_AssignReplicasToDirsRequest_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsRequest_TopicData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_AssignReplicasToDirsRequest_TopicData_v0(out, o):
@@ -193,20 +202,23 @@ def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AssignReplicasToDirsRequest_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsRequest_DirectoryData(f_id, f_topics, unknown), pos
 
 def _enc_AssignReplicasToDirsRequest_DirectoryData_v0(out, o):
@@ -243,20 +255,23 @@ def _dec_AssignReplicasToDirsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos)
             f_directories.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsRequest(f_broker_id, f_broker_epoch, f_directories, unknown), pos
 
 def _enc_AssignReplicasToDirsRequest_v0(out, o):
@@ -307,20 +322,23 @@ def _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsResponse_PartitionData(f_partition_index, f_error_code, unknown), pos
 
 def _enc_AssignReplicasToDirsResponse_PartitionData_v0(out, o):
@@ -350,20 +368,23 @@ def _dec_AssignReplicasToDirsResponse_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsResponse_TopicData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_AssignReplicasToDirsResponse_TopicData_v0(out, o):
@@ -401,20 +422,23 @@ def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AssignReplicasToDirsResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsResponse_DirectoryData(f_id, f_topics, unknown), pos
 
 def _enc_AssignReplicasToDirsResponse_DirectoryData_v0(out, o):
@@ -451,20 +475,23 @@ def _dec_AssignReplicasToDirsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos)
             f_directories.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_AssignReplicasToDirsResponse(f_throttle_time_ms, f_error_code, f_directories, unknown), pos
 
 def _enc_AssignReplicasToDirsResponse_v0(out, o):

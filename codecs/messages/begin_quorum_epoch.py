@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochResponse']
 
@@ -46,26 +49,26 @@ class BeginQuorumEpochRequest(_rt.Message):
         voter_directory_id: UUID = _rt.ZERO_UUID
         leader_id: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[BeginQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderEndpoint(_rt.StructBase):
         name: str = ''
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     cluster_id: str | None = None
     voter_id: int = -1
     topics: list[BeginQuorumEpochRequest.TopicData] = field(default_factory=list)
     leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_BeginQuorumEpochRequest_PartitionData = BeginQuorumEpochRequest.PartitionData
 _C_BeginQuorumEpochRequest_TopicData = BeginQuorumEpochRequest.TopicData
@@ -80,25 +83,25 @@ class BeginQuorumEpochResponse(_rt.Message):
         error_code: int = 0
         leader_id: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[BeginQuorumEpochResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
         node_id: int = 0
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     topics: list[BeginQuorumEpochResponse.TopicData] = field(default_factory=list)
     node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_BeginQuorumEpochResponse_PartitionData = BeginQuorumEpochResponse.PartitionData
 _C_BeginQuorumEpochResponse_TopicData = BeginQuorumEpochResponse.TopicData
@@ -112,7 +115,7 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v0(buf, pos):
     f_voter_directory_id = _ZERO_UUID
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    return _C_BeginQuorumEpochRequest_PartitionData(f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch, []), pos
+    return _C_BeginQuorumEpochRequest_PartitionData(f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch, ()), pos
 
 def _enc_BeginQuorumEpochRequest_PartitionData_v0(out, o):
     out += _S0.pack(o.partition_index)
@@ -143,7 +146,7 @@ def _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    return _C_BeginQuorumEpochRequest_TopicData(f_topic_name, f_partitions, []), pos
+    return _C_BeginQuorumEpochRequest_TopicData(f_topic_name, f_partitions, ()), pos
 
 def _enc_BeginQuorumEpochRequest_TopicData_v0(out, o):
     v = o.topic_name
@@ -186,7 +189,7 @@ def _dec_BeginQuorumEpochRequest_v0(buf, pos):
             item, pos = _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_leader_endpoints = []
-    return _C_BeginQuorumEpochRequest(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints, []), pos
+    return _C_BeginQuorumEpochRequest(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints, ()), pos
 
 def _enc_BeginQuorumEpochRequest_v0(out, o):
     v = o.cluster_id
@@ -210,20 +213,23 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos):
     f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 28
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochRequest_PartitionData(f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_BeginQuorumEpochRequest_PartitionData_v1(out, o):
@@ -266,20 +272,23 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochRequest_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_BeginQuorumEpochRequest_TopicData_v1(out, o):
@@ -342,20 +351,23 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
         pos = end
     f_port, = _S3.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochRequest_LeaderEndpoint(f_name, f_host, f_port, unknown), pos
 
 def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(out, o):
@@ -435,20 +447,23 @@ def _dec_BeginQuorumEpochRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
             f_leader_endpoints.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochRequest(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints, unknown), pos
 
 def _enc_BeginQuorumEpochRequest_v1(out, o):
@@ -525,7 +540,7 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 14
-    return _C_BeginQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []), pos
+    return _C_BeginQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, ()), pos
 
 def _enc_BeginQuorumEpochResponse_PartitionData_v0(out, o):
     out += _S4.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
@@ -555,7 +570,7 @@ def _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    return _C_BeginQuorumEpochResponse_TopicData(f_topic_name, f_partitions, []), pos
+    return _C_BeginQuorumEpochResponse_TopicData(f_topic_name, f_partitions, ()), pos
 
 def _enc_BeginQuorumEpochResponse_TopicData_v0(out, o):
     v = o.topic_name
@@ -587,7 +602,7 @@ def _dec_BeginQuorumEpochResponse_v0(buf, pos):
             item, pos = _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    return _C_BeginQuorumEpochResponse(f_error_code, f_topics, f_node_endpoints, []), pos
+    return _C_BeginQuorumEpochResponse(f_error_code, f_topics, f_node_endpoints, ()), pos
 
 def _enc_BeginQuorumEpochResponse_v0(out, o):
     out += _S5.pack(o.error_code)
@@ -603,20 +618,23 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 14
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_BeginQuorumEpochResponse_PartitionData_v1(out, o):
@@ -659,20 +677,23 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochResponse_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_BeginQuorumEpochResponse_TopicData_v1(out, o):
@@ -721,20 +742,23 @@ def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
         pos = end
     f_port, = _S3.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochResponse_NodeEndpoint(f_node_id, f_host, f_port, unknown), pos
 
 def _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(out, o):
@@ -775,39 +799,42 @@ def _dec_BeginQuorumEpochResponse_v1(buf, pos):
             item, pos = _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_node_endpoints = []
+                    for _ in range(n0):
+                        item, pos = _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
+                        f_node_endpoints.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_node_endpoints = []
-                for _ in range(n0):
-                    item, pos = _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_BeginQuorumEpochResponse(f_error_code, f_topics, f_node_endpoints, unknown), pos
 
 def _enc_BeginQuorumEpochResponse_v1(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['BrokerHeartbeatRequest', 'BrokerHeartbeatResponse']
 
@@ -43,7 +46,7 @@ class BrokerHeartbeatRequest(_rt.Message):
     want_fence: bool = False
     want_shut_down: bool = False
     offline_log_dirs: list[UUID] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_BrokerHeartbeatRequest = BrokerHeartbeatRequest
 
@@ -54,7 +57,7 @@ class BrokerHeartbeatResponse(_rt.Message):
     is_caught_up: bool = False
     is_fenced: bool = True
     should_shut_down: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_BrokerHeartbeatResponse = BrokerHeartbeatResponse
 
@@ -63,20 +66,23 @@ def _dec_BrokerHeartbeatRequest_v0(buf, pos):
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S0.unpack_from(buf, pos)
     pos += 22
     f_offline_log_dirs = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BrokerHeartbeatRequest(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down, f_offline_log_dirs, unknown), pos
 
 def _enc_BrokerHeartbeatRequest_v0(out, o):
@@ -93,41 +99,44 @@ def _dec_BrokerHeartbeatRequest_v1(buf, pos):
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S0.unpack_from(buf, pos)
     pos += 22
     f_offline_log_dirs = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_offline_log_dirs = []
+                    for _ in range(n0):
+                        item, = _S1.unpack_from(buf, pos)
+                        pos += 16
+                        item = _UUID(bytes=item)
+                        f_offline_log_dirs.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_offline_log_dirs = []
-                for _ in range(n0):
-                    item, = _S1.unpack_from(buf, pos)
-                    pos += 16
-                    item = _UUID(bytes=item)
-                    f_offline_log_dirs.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_BrokerHeartbeatRequest(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down, f_offline_log_dirs, unknown), pos
 
 def _enc_BrokerHeartbeatRequest_v1(out, o):
@@ -171,20 +180,23 @@ def _dec_BrokerHeartbeatResponse_v0(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S2.unpack_from(buf, pos)
     pos += 9
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_BrokerHeartbeatResponse(f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down, unknown), pos
 
 def _enc_BrokerHeartbeatResponse_v0(out, o):

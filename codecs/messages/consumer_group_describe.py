@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse']
 
@@ -41,7 +44,7 @@ _S4 = _Struct('>ii')
 class ConsumerGroupDescribeRequest(_rt.Message):
     group_ids: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ConsumerGroupDescribeRequest = ConsumerGroupDescribeRequest
 
@@ -52,12 +55,12 @@ class ConsumerGroupDescribeResponse(_rt.Message):
         topic_id: UUID = _rt.ZERO_UUID
         topic_name: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Assignment(_rt.StructBase):
         topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Member(_rt.StructBase):
@@ -71,7 +74,7 @@ class ConsumerGroupDescribeResponse(_rt.Message):
         subscribed_topic_regex: str | None = None
         assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
         target_assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribedGroup(_rt.StructBase):
@@ -84,11 +87,11 @@ class ConsumerGroupDescribeResponse(_rt.Message):
         assignor_name: str = ''
         members: list[ConsumerGroupDescribeResponse.Member] = field(default_factory=list)
         authorized_operations: int = -2147483648
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ConsumerGroupDescribeResponse_TopicPartitions = ConsumerGroupDescribeResponse.TopicPartitions
 _C_ConsumerGroupDescribeResponse_Assignment = ConsumerGroupDescribeResponse.Assignment
@@ -130,20 +133,23 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf, pos):
             f_group_ids.append(item)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupDescribeRequest(f_group_ids, f_include_authorized_operations, unknown), pos
 
 def _enc_ConsumerGroupDescribeRequest_v0(out, o):
@@ -218,22 +224,28 @@ def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions, unknown), pos
 
 def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(out, o):
@@ -254,7 +266,10 @@ def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -277,20 +292,23 @@ def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos)
             f_topic_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupDescribeResponse_Assignment(f_topic_partitions, unknown), pos
 
 def _enc_ConsumerGroupDescribeResponse_Assignment_v0(out, o):
@@ -439,20 +457,23 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         pos = end
     f_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
     f_target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, unknown), pos
 
 def _enc_ConsumerGroupDescribeResponse_Member_v0(out, o):
@@ -642,20 +663,23 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
             f_members.append(item)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations, unknown), pos
 
 def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(out, o):
@@ -737,20 +761,23 @@ def _dec_ConsumerGroupDescribeResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupDescribeResponse(f_throttle_time_ms, f_groups, unknown), pos
 
 def _enc_ConsumerGroupDescribeResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse']
 
@@ -42,7 +45,7 @@ class ConsumerGroupHeartbeatRequest(_rt.Message):
     class TopicPartitions(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     member_id: str = ''
@@ -54,7 +57,7 @@ class ConsumerGroupHeartbeatRequest(_rt.Message):
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ConsumerGroupHeartbeatRequest_TopicPartitions = ConsumerGroupHeartbeatRequest.TopicPartitions
 _C_ConsumerGroupHeartbeatRequest = ConsumerGroupHeartbeatRequest
@@ -65,12 +68,12 @@ class ConsumerGroupHeartbeatResponse(_rt.Message):
     class TopicPartitions(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Assignment(_rt.StructBase):
         topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -79,7 +82,7 @@ class ConsumerGroupHeartbeatResponse(_rt.Message):
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: ConsumerGroupHeartbeatResponse.Assignment | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ConsumerGroupHeartbeatResponse_TopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
 _C_ConsumerGroupHeartbeatResponse_Assignment = ConsumerGroupHeartbeatResponse.Assignment
@@ -101,22 +104,28 @@ def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupHeartbeatRequest_TopicPartitions(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(out, o):
@@ -127,7 +136,10 @@ def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -265,20 +277,23 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos)
             f_topic_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_subscribed_topic_regex, f_server_assignor, f_topic_partitions, unknown), pos
 
 def _enc_ConsumerGroupHeartbeatRequest_v0(out, o):
@@ -527,20 +542,23 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos)
             f_topic_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_subscribed_topic_regex, f_server_assignor, f_topic_partitions, unknown), pos
 
 def _enc_ConsumerGroupHeartbeatRequest_v1(out, o):
@@ -698,22 +716,28 @@ def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(out, o):
@@ -724,7 +748,10 @@ def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -747,20 +774,23 @@ def _dec_ConsumerGroupHeartbeatResponse_Assignment_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
             f_topic_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupHeartbeatResponse_Assignment(f_topic_partitions, unknown), pos
 
 def _enc_ConsumerGroupHeartbeatResponse_Assignment_v0(out, o):
@@ -821,20 +851,23 @@ def _dec_ConsumerGroupHeartbeatResponse_v0(buf, pos):
         f_assignment = None
     else:
         f_assignment, pos = _dec_ConsumerGroupHeartbeatResponse_Assignment_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ConsumerGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment, unknown), pos
 
 def _enc_ConsumerGroupHeartbeatResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ConsumerProtocolAssignment']
 
@@ -66,7 +69,10 @@ def _dec_ConsumerProtocolAssignment_TopicPartition_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     return _C_ConsumerProtocolAssignment_TopicPartition(f_topic, f_partitions), pos
 
@@ -81,7 +87,10 @@ def _enc_ConsumerProtocolAssignment_TopicPartition_v0(out, o):
     v = o.partitions
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_ConsumerProtocolAssignment_v0(buf, pos):
     blen = len(buf)

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ControlledShutdownRequest', 'ControlledShutdownResponse']
 
@@ -39,7 +42,7 @@ _S2 = _Struct('>h')
 class ControlledShutdownRequest(_rt.Message):
     broker_id: int = 0
     broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ControlledShutdownRequest = ControlledShutdownRequest
 
@@ -49,11 +52,11 @@ class ControlledShutdownResponse(_rt.Message):
     class RemainingPartition(_rt.StructBase):
         topic_name: str = ''
         partition_index: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ControlledShutdownResponse_RemainingPartition = ControlledShutdownResponse.RemainingPartition
 _C_ControlledShutdownResponse = ControlledShutdownResponse
@@ -63,7 +66,7 @@ def _dec_ControlledShutdownRequest_v0(buf, pos):
     f_broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
     f_broker_epoch = -1
-    return _C_ControlledShutdownRequest(f_broker_id, f_broker_epoch, []), pos
+    return _C_ControlledShutdownRequest(f_broker_id, f_broker_epoch, ()), pos
 
 def _enc_ControlledShutdownRequest_v0(out, o):
     out += _S0.pack(o.broker_id)
@@ -72,7 +75,7 @@ def _dec_ControlledShutdownRequest_v2(buf, pos):
     blen = len(buf)
     f_broker_id, f_broker_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    return _C_ControlledShutdownRequest(f_broker_id, f_broker_epoch, []), pos
+    return _C_ControlledShutdownRequest(f_broker_id, f_broker_epoch, ()), pos
 
 def _enc_ControlledShutdownRequest_v2(out, o):
     out += _S1.pack(o.broker_id, o.broker_epoch)
@@ -81,20 +84,23 @@ def _dec_ControlledShutdownRequest_v3(buf, pos):
     blen = len(buf)
     f_broker_id, f_broker_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControlledShutdownRequest(f_broker_id, f_broker_epoch, unknown), pos
 
 def _enc_ControlledShutdownRequest_v3(out, o):
@@ -137,7 +143,7 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v0(buf, pos):
         pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_ControlledShutdownResponse_RemainingPartition(f_topic_name, f_partition_index, []), pos
+    return _C_ControlledShutdownResponse_RemainingPartition(f_topic_name, f_partition_index, ()), pos
 
 def _enc_ControlledShutdownResponse_RemainingPartition_v0(out, o):
     v = o.topic_name
@@ -164,7 +170,7 @@ def _dec_ControlledShutdownResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v0(buf, pos)
             f_remaining_partitions.append(item)
-    return _C_ControlledShutdownResponse(f_error_code, f_remaining_partitions, []), pos
+    return _C_ControlledShutdownResponse(f_error_code, f_remaining_partitions, ()), pos
 
 def _enc_ControlledShutdownResponse_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -194,20 +200,23 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos):
         pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControlledShutdownResponse_RemainingPartition(f_topic_name, f_partition_index, unknown), pos
 
 def _enc_ControlledShutdownResponse_RemainingPartition_v3(out, o):
@@ -246,20 +255,23 @@ def _dec_ControlledShutdownResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos)
             f_remaining_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControlledShutdownResponse(f_error_code, f_remaining_partitions, unknown), pos
 
 def _enc_ControlledShutdownResponse_v3(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ControllerRegistrationRequest', 'ControllerRegistrationResponse']
 
@@ -44,21 +47,21 @@ class ControllerRegistrationRequest(_rt.Message):
         host: str = ''
         port: int = 0
         security_protocol: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Feature(_rt.StructBase):
         name: str = ''
         min_supported_version: int = 0
         max_supported_version: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     controller_id: int = 0
     incarnation_id: UUID = _rt.ZERO_UUID
     zk_migration_ready: bool = False
     listeners: list[ControllerRegistrationRequest.Listener] = field(default_factory=list)
     features: list[ControllerRegistrationRequest.Feature] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ControllerRegistrationRequest_Listener = ControllerRegistrationRequest.Listener
 _C_ControllerRegistrationRequest_Feature = ControllerRegistrationRequest.Feature
@@ -69,7 +72,7 @@ class ControllerRegistrationResponse(_rt.Message):
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ControllerRegistrationResponse = ControllerRegistrationResponse
 
@@ -109,20 +112,23 @@ def _dec_ControllerRegistrationRequest_Listener_v0(buf, pos):
         pos = end
     f_port, f_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControllerRegistrationRequest_Listener(f_name, f_host, f_port, f_security_protocol, unknown), pos
 
 def _enc_ControllerRegistrationRequest_Listener_v0(out, o):
@@ -172,20 +178,23 @@ def _dec_ControllerRegistrationRequest_Feature_v0(buf, pos):
         pos = end
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControllerRegistrationRequest_Feature(f_name, f_min_supported_version, f_max_supported_version, unknown), pos
 
 def _enc_ControllerRegistrationRequest_Feature_v0(out, o):
@@ -240,20 +249,23 @@ def _dec_ControllerRegistrationRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ControllerRegistrationRequest_Feature_v0(buf, pos)
             f_features.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControllerRegistrationRequest(f_controller_id, f_incarnation_id, f_zk_migration_ready, f_listeners, f_features, unknown), pos
 
 def _enc_ControllerRegistrationRequest_v0(out, o):
@@ -330,20 +342,23 @@ def _dec_ControllerRegistrationResponse_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ControllerRegistrationResponse(f_throttle_time_ms, f_error_code, f_error_message, unknown), pos
 
 def _enc_ControllerRegistrationResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['CreateAclsRequest', 'CreateAclsResponse']
 
@@ -47,10 +50,10 @@ class CreateAclsRequest(_rt.Message):
         host: str = ''
         operation: int = 0
         permission_type: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     creations: list[CreateAclsRequest.AclCreation] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreateAclsRequest_AclCreation = CreateAclsRequest.AclCreation
 _C_CreateAclsRequest = CreateAclsRequest
@@ -61,11 +64,11 @@ class CreateAclsResponse(_rt.Message):
     class AclCreationResult(_rt.StructBase):
         error_code: int = 0
         error_message: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     results: list[CreateAclsResponse.AclCreationResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreateAclsResponse_AclCreationResult = CreateAclsResponse.AclCreationResult
 _C_CreateAclsResponse = CreateAclsResponse
@@ -113,7 +116,7 @@ def _dec_CreateAclsRequest_AclCreation_v0(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, []), pos
+    return _C_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, ()), pos
 
 def _enc_CreateAclsRequest_AclCreation_v0(out, o):
     out += _S0.pack(o.resource_type)
@@ -155,7 +158,7 @@ def _dec_CreateAclsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateAclsRequest_AclCreation_v0(buf, pos)
             f_creations.append(item)
-    return _C_CreateAclsRequest(f_creations, []), pos
+    return _C_CreateAclsRequest(f_creations, ()), pos
 
 def _enc_CreateAclsRequest_v0(out, o):
     v = o.creations
@@ -208,7 +211,7 @@ def _dec_CreateAclsRequest_AclCreation_v1(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, []), pos
+    return _C_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, ()), pos
 
 def _enc_CreateAclsRequest_AclCreation_v1(out, o):
     out += _S0.pack(o.resource_type)
@@ -249,7 +252,7 @@ def _dec_CreateAclsRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateAclsRequest_AclCreation_v1(buf, pos)
             f_creations.append(item)
-    return _C_CreateAclsRequest(f_creations, []), pos
+    return _C_CreateAclsRequest(f_creations, ()), pos
 
 def _enc_CreateAclsRequest_v1(out, o):
     v = o.creations
@@ -314,20 +317,23 @@ def _dec_CreateAclsRequest_AclCreation_v2(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, unknown), pos
 
 def _enc_CreateAclsRequest_AclCreation_v2(out, o):
@@ -386,20 +392,23 @@ def _dec_CreateAclsRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateAclsRequest_AclCreation_v2(buf, pos)
             f_creations.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateAclsRequest(f_creations, unknown), pos
 
 def _enc_CreateAclsRequest_v2(out, o):
@@ -457,7 +466,7 @@ def _dec_CreateAclsResponse_AclCreationResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message, []), pos
+    return _C_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message, ()), pos
 
 def _enc_CreateAclsResponse_AclCreationResult_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -487,7 +496,7 @@ def _dec_CreateAclsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateAclsResponse_AclCreationResult_v0(buf, pos)
             f_results.append(item)
-    return _C_CreateAclsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_CreateAclsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_CreateAclsResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -517,20 +526,23 @@ def _dec_CreateAclsResponse_AclCreationResult_v2(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message, unknown), pos
 
 def _enc_CreateAclsResponse_AclCreationResult_v2(out, o):
@@ -572,20 +584,23 @@ def _dec_CreateAclsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateAclsResponse_AclCreationResult_v2(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateAclsResponse(f_throttle_time_ms, f_results, unknown), pos
 
 def _enc_CreateAclsResponse_v2(out, o):

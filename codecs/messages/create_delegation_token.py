@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['CreateDelegationTokenRequest', 'CreateDelegationTokenResponse']
 
@@ -42,13 +45,13 @@ class CreateDelegationTokenRequest(_rt.Message):
     class CreatableRenewers(_rt.StructBase):
         principal_type: str = ''
         principal_name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     owner_principal_type: str | None = ''
     owner_principal_name: str | None = ''
     renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = field(default_factory=list)
     max_lifetime_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreateDelegationTokenRequest_CreatableRenewers = CreateDelegationTokenRequest.CreatableRenewers
 _C_CreateDelegationTokenRequest = CreateDelegationTokenRequest
@@ -66,7 +69,7 @@ class CreateDelegationTokenResponse(_rt.Message):
     token_id: str = ''
     hmac: bytes = b''
     throttle_time_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreateDelegationTokenResponse = CreateDelegationTokenResponse
 
@@ -96,7 +99,7 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0(buf, pos):
             raise _Short
         f_principal_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_CreateDelegationTokenRequest_CreatableRenewers(f_principal_type, f_principal_name, []), pos
+    return _C_CreateDelegationTokenRequest_CreatableRenewers(f_principal_type, f_principal_name, ()), pos
 
 def _enc_CreateDelegationTokenRequest_CreatableRenewers_v0(out, o):
     v = o.principal_type
@@ -131,7 +134,7 @@ def _dec_CreateDelegationTokenRequest_v0(buf, pos):
             f_renewers.append(item)
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    return _C_CreateDelegationTokenRequest(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms, []), pos
+    return _C_CreateDelegationTokenRequest(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms, ()), pos
 
 def _enc_CreateDelegationTokenRequest_v0(out, o):
     if o.owner_principal_type != '':
@@ -179,20 +182,23 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
             raise _Short
         f_principal_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateDelegationTokenRequest_CreatableRenewers(f_principal_type, f_principal_name, unknown), pos
 
 def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2(out, o):
@@ -242,20 +248,23 @@ def _dec_CreateDelegationTokenRequest_v2(buf, pos):
             f_renewers.append(item)
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateDelegationTokenRequest(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms, unknown), pos
 
 def _enc_CreateDelegationTokenRequest_v2(out, o):
@@ -328,20 +337,23 @@ def _dec_CreateDelegationTokenRequest_v3(buf, pos):
             f_renewers.append(item)
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateDelegationTokenRequest(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms, unknown), pos
 
 def _enc_CreateDelegationTokenRequest_v3(out, o):
@@ -464,7 +476,7 @@ def _dec_CreateDelegationTokenResponse_v0(buf, pos):
         pos = end
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    return _C_CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, []), pos
+    return _C_CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, ()), pos
 
 def _enc_CreateDelegationTokenResponse_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -572,20 +584,23 @@ def _dec_CreateDelegationTokenResponse_v2(buf, pos):
         pos = end
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, unknown), pos
 
 def _enc_CreateDelegationTokenResponse_v2(out, o):
@@ -740,20 +755,23 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
         pos = end
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, unknown), pos
 
 def _enc_CreateDelegationTokenResponse_v3(out, o):

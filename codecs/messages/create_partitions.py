@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['CreatePartitionsRequest', 'CreatePartitionsResponse']
 
@@ -40,19 +43,19 @@ class CreatePartitionsRequest(_rt.Message):
     @dataclass(slots=True)
     class CreatePartitionsAssignment(_rt.StructBase):
         broker_ids: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class CreatePartitionsTopic(_rt.StructBase):
         name: str = ''
         count: int = 0
         assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = field(default_factory=list)
     timeout_ms: int = 0
     validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreatePartitionsRequest_CreatePartitionsAssignment = CreatePartitionsRequest.CreatePartitionsAssignment
 _C_CreatePartitionsRequest_CreatePartitionsTopic = CreatePartitionsRequest.CreatePartitionsTopic
@@ -65,11 +68,11 @@ class CreatePartitionsResponse(_rt.Message):
         name: str = ''
         error_code: int = 0
         error_message: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreatePartitionsResponse_CreatePartitionsTopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 _C_CreatePartitionsResponse = CreatePartitionsResponse
@@ -83,15 +86,21 @@ def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_broker_ids = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids, []), pos
+    return _C_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids, ()), pos
 
 def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v0(out, o):
     v = o.broker_ids
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf, pos):
     blen = len(buf)
@@ -120,7 +129,7 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf, pos)
             f_assignments.append(item)
-    return _C_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments, []), pos
+    return _C_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments, ()), pos
 
 def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0(out, o):
     v = o.name
@@ -155,7 +164,7 @@ def _dec_CreatePartitionsRequest_v0(buf, pos):
             f_topics.append(item)
     f_timeout_ms, f_validate_only = _S1.unpack_from(buf, pos)
     pos += 5
-    return _C_CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only, []), pos
+    return _C_CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only, ()), pos
 
 def _enc_CreatePartitionsRequest_v0(out, o):
     v = o.topics
@@ -178,22 +187,28 @@ def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_broker_ids = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids, unknown), pos
 
 def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, o):
@@ -203,7 +218,10 @@ def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -244,20 +262,23 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos)
             f_assignments.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments, unknown), pos
 
 def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2(out, o):
@@ -307,20 +328,23 @@ def _dec_CreatePartitionsRequest_v2(buf, pos):
             f_topics.append(item)
     f_timeout_ms, f_validate_only = _S1.unpack_from(buf, pos)
     pos += 5
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only, unknown), pos
 
 def _enc_CreatePartitionsRequest_v2(out, o):
@@ -392,7 +416,7 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_CreatePartitionsResponse_CreatePartitionsTopicResult(f_name, f_error_code, f_error_message, []), pos
+    return _C_CreatePartitionsResponse_CreatePartitionsTopicResult(f_name, f_error_code, f_error_message, ()), pos
 
 def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(out, o):
     v = o.name
@@ -429,7 +453,7 @@ def _dec_CreatePartitionsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos)
             f_results.append(item)
-    return _C_CreatePartitionsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_CreatePartitionsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_CreatePartitionsResponse_v0(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -475,20 +499,23 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreatePartitionsResponse_CreatePartitionsTopicResult(f_name, f_error_code, f_error_message, unknown), pos
 
 def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(out, o):
@@ -540,20 +567,23 @@ def _dec_CreatePartitionsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreatePartitionsResponse(f_throttle_time_ms, f_results, unknown), pos
 
 def _enc_CreatePartitionsResponse_v2(out, o):

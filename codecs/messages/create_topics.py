@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['CreateTopicsRequest', 'CreateTopicsResponse']
 
@@ -44,13 +47,13 @@ class CreateTopicsRequest(_rt.Message):
     class CreatableReplicaAssignment(_rt.StructBase):
         partition_index: int = 0
         broker_ids: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class CreatableTopicConfig(_rt.StructBase):
         name: str = ''
         value: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class CreatableTopic(_rt.StructBase):
@@ -59,12 +62,12 @@ class CreateTopicsRequest(_rt.Message):
         replication_factor: int = 0
         assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = field(default_factory=list)
         configs: list[CreateTopicsRequest.CreatableTopicConfig] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[CreateTopicsRequest.CreatableTopic] = field(default_factory=list)
     timeout_ms: int = 60000
     validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreateTopicsRequest_CreatableReplicaAssignment = CreateTopicsRequest.CreatableReplicaAssignment
 _C_CreateTopicsRequest_CreatableTopicConfig = CreateTopicsRequest.CreatableTopicConfig
@@ -80,7 +83,7 @@ class CreateTopicsResponse(_rt.Message):
         read_only: bool = False
         config_source: int = -1
         is_sensitive: bool = False
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class CreatableTopicResult(_rt.StructBase):
@@ -92,11 +95,11 @@ class CreateTopicsResponse(_rt.Message):
         num_partitions: int = -1
         replication_factor: int = -1
         configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[CreateTopicsResponse.CreatableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_CreateTopicsResponse_CreatableTopicConfigs = CreateTopicsResponse.CreatableTopicConfigs
 _C_CreateTopicsResponse_CreatableTopicResult = CreateTopicsResponse.CreatableTopicResult
@@ -113,16 +116,22 @@ def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_broker_ids = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids, []), pos
+    return _C_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids, ()), pos
 
 def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0(out, o):
     out += _S0.pack(o.partition_index)
     v = o.broker_ids
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos):
     blen = len(buf)
@@ -150,7 +159,7 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos):
             raise _Short
         f_value = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value, []), pos
+    return _C_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value, ()), pos
 
 def _enc_CreateTopicsRequest_CreatableTopicConfig_v0(out, o):
     v = o.name
@@ -209,7 +218,7 @@ def _dec_CreateTopicsRequest_CreatableTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos)
             f_configs.append(item)
-    return _C_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, []), pos
+    return _C_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, ()), pos
 
 def _enc_CreateTopicsRequest_CreatableTopic_v0(out, o):
     v = o.name
@@ -247,7 +256,7 @@ def _dec_CreateTopicsRequest_v0(buf, pos):
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_validate_only = False
-    return _C_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, []), pos
+    return _C_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, ()), pos
 
 def _enc_CreateTopicsRequest_v0(out, o):
     v = o.topics
@@ -274,7 +283,7 @@ def _dec_CreateTopicsRequest_v1(buf, pos):
             f_topics.append(item)
     f_timeout_ms, f_validate_only = _S2.unpack_from(buf, pos)
     pos += 5
-    return _C_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, []), pos
+    return _C_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, ()), pos
 
 def _enc_CreateTopicsRequest_v1(out, o):
     v = o.topics
@@ -299,22 +308,28 @@ def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_broker_ids = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_broker_ids = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids, unknown), pos
 
 def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, o):
@@ -325,7 +340,10 @@ def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -365,20 +383,23 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
             raise _Short
         f_value = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value, unknown), pos
 
 def _enc_CreateTopicsRequest_CreatableTopicConfig_v5(out, o):
@@ -460,20 +481,23 @@ def _dec_CreateTopicsRequest_CreatableTopic_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos)
             f_configs.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, unknown), pos
 
 def _enc_CreateTopicsRequest_CreatableTopic_v5(out, o):
@@ -528,20 +552,23 @@ def _dec_CreateTopicsRequest_v5(buf, pos):
             f_topics.append(item)
     f_timeout_ms, f_validate_only = _S2.unpack_from(buf, pos)
     pos += 5
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, unknown), pos
 
 def _enc_CreateTopicsRequest_v5(out, o):
@@ -614,7 +641,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos):
     f_num_partitions = -1
     f_replication_factor = -1
     f_configs = []
-    return _C_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, []), pos
+    return _C_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, ()), pos
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v0(out, o):
     v = o.name
@@ -640,7 +667,7 @@ def _dec_CreateTopicsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos)
             f_topics.append(item)
-    return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_CreateTopicsResponse_v0(out, o):
     v = o.topics
@@ -682,7 +709,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos):
     f_num_partitions = -1
     f_replication_factor = -1
     f_configs = []
-    return _C_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, []), pos
+    return _C_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, ()), pos
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v1(out, o):
     v = o.name
@@ -718,7 +745,7 @@ def _dec_CreateTopicsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos)
             f_topics.append(item)
-    return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_CreateTopicsResponse_v1(out, o):
     v = o.topics
@@ -742,7 +769,7 @@ def _dec_CreateTopicsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos)
             f_topics.append(item)
-    return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_CreateTopicsResponse_v2(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -788,20 +815,23 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
         pos = end
     f_read_only, f_config_source, f_is_sensitive = _S4.unpack_from(buf, pos)
     pos += 3
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsResponse_CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive, unknown), pos
 
 def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5(out, o):
@@ -889,26 +919,29 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos)
             f_configs.append(item)
     f_topic_config_error_code = 0
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_topic_config_error_code, = _S3.unpack_from(buf, pos)
-            pos += 2
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_topic_config_error_code, = _S3.unpack_from(buf, pos)
+                pos += 2
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, unknown), pos
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v5(out, o):
@@ -975,20 +1008,23 @@ def _dec_CreateTopicsResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_CreateTopicsResponse_v5(out, o):
@@ -1061,26 +1097,29 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos)
             f_configs.append(item)
     f_topic_config_error_code = 0
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_topic_config_error_code, = _S3.unpack_from(buf, pos)
-            pos += 2
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_topic_config_error_code, = _S3.unpack_from(buf, pos)
+                pos += 2
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, unknown), pos
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v7(out, o):
@@ -1147,20 +1186,23 @@ def _dec_CreateTopicsResponse_v7(buf, pos):
         for _ in range(n0):
             item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_CreateTopicsResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_CreateTopicsResponse_v7(out, o):

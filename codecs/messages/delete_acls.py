@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DeleteAclsRequest', 'DeleteAclsResponse']
 
@@ -47,10 +50,10 @@ class DeleteAclsRequest(_rt.Message):
         host_filter: str | None = ''
         operation: int = 0
         permission_type: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     filters: list[DeleteAclsRequest.DeleteAclsFilter] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteAclsRequest_DeleteAclsFilter = DeleteAclsRequest.DeleteAclsFilter
 _C_DeleteAclsRequest = DeleteAclsRequest
@@ -68,18 +71,18 @@ class DeleteAclsResponse(_rt.Message):
         host: str = ''
         operation: int = 0
         permission_type: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DeleteAclsFilterResult(_rt.StructBase):
         error_code: int = 0
         error_message: str | None = ''
         matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteAclsResponse_DeleteAclsMatchingAcl = DeleteAclsResponse.DeleteAclsMatchingAcl
 _C_DeleteAclsResponse_DeleteAclsFilterResult = DeleteAclsResponse.DeleteAclsFilterResult
@@ -128,7 +131,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, []), pos
+    return _C_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, ()), pos
 
 def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(out, o):
     out += _S0.pack(o.resource_type_filter)
@@ -179,7 +182,7 @@ def _dec_DeleteAclsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos)
             f_filters.append(item)
-    return _C_DeleteAclsRequest(f_filters, []), pos
+    return _C_DeleteAclsRequest(f_filters, ()), pos
 
 def _enc_DeleteAclsRequest_v0(out, o):
     v = o.filters
@@ -232,7 +235,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, []), pos
+    return _C_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, ()), pos
 
 def _enc_DeleteAclsRequest_DeleteAclsFilter_v1(out, o):
     out += _S0.pack(o.resource_type_filter)
@@ -282,7 +285,7 @@ def _dec_DeleteAclsRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos)
             f_filters.append(item)
-    return _C_DeleteAclsRequest(f_filters, []), pos
+    return _C_DeleteAclsRequest(f_filters, ()), pos
 
 def _enc_DeleteAclsRequest_v1(out, o):
     v = o.filters
@@ -347,20 +350,23 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, unknown), pos
 
 def _enc_DeleteAclsRequest_DeleteAclsFilter_v2(out, o):
@@ -428,20 +434,23 @@ def _dec_DeleteAclsRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos)
             f_filters.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteAclsRequest(f_filters, unknown), pos
 
 def _enc_DeleteAclsRequest_v2(out, o):
@@ -540,7 +549,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, []), pos
+    return _C_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, ()), pos
 
 def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -607,7 +616,7 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos)
             f_matching_acls.append(item)
-    return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, []), pos
+    return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, ()), pos
 
 def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -642,7 +651,7 @@ def _dec_DeleteAclsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos)
             f_filter_results.append(item)
-    return _C_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, []), pos
+    return _C_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, ()), pos
 
 def _enc_DeleteAclsResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -710,7 +719,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, []), pos
+    return _C_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, ()), pos
 
 def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(out, o):
     out += _S2.pack(o.error_code)
@@ -776,7 +785,7 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos)
             f_matching_acls.append(item)
-    return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, []), pos
+    return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, ()), pos
 
 def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(out, o):
     out += _S2.pack(o.error_code)
@@ -811,7 +820,7 @@ def _dec_DeleteAclsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos)
             f_filter_results.append(item)
-    return _C_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, []), pos
+    return _C_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, ()), pos
 
 def _enc_DeleteAclsResponse_v1(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -895,20 +904,23 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, unknown), pos
 
 def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(out, o):
@@ -999,20 +1011,23 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos)
             f_matching_acls.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, unknown), pos
 
 def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2(out, o):
@@ -1062,20 +1077,23 @@ def _dec_DeleteAclsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf, pos)
             f_filter_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, unknown), pos
 
 def _enc_DeleteAclsResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse']
 
@@ -37,7 +40,7 @@ _S1 = _Struct('>i')
 @dataclass(slots=True)
 class DeleteGroupsRequest(_rt.Message):
     groups_names: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteGroupsRequest = DeleteGroupsRequest
 
@@ -47,11 +50,11 @@ class DeleteGroupsResponse(_rt.Message):
     class DeletableGroupResult(_rt.StructBase):
         group_id: str = ''
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     results: list[DeleteGroupsResponse.DeletableGroupResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteGroupsResponse_DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult
 _C_DeleteGroupsResponse = DeleteGroupsResponse
@@ -80,7 +83,7 @@ def _dec_DeleteGroupsRequest_v0(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_groups_names.append(item)
-    return _C_DeleteGroupsRequest(f_groups_names, []), pos
+    return _C_DeleteGroupsRequest(f_groups_names, ()), pos
 
 def _enc_DeleteGroupsRequest_v0(out, o):
     v = o.groups_names
@@ -126,20 +129,23 @@ def _dec_DeleteGroupsRequest_v2(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_groups_names.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteGroupsRequest(f_groups_names, unknown), pos
 
 def _enc_DeleteGroupsRequest_v2(out, o):
@@ -196,7 +202,7 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos):
         pos = end
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    return _C_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code, []), pos
+    return _C_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code, ()), pos
 
 def _enc_DeleteGroupsResponse_DeletableGroupResult_v0(out, o):
     v = o.group_id
@@ -223,7 +229,7 @@ def _dec_DeleteGroupsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos)
             f_results.append(item)
-    return _C_DeleteGroupsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_DeleteGroupsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_DeleteGroupsResponse_v0(out, o):
     out += _S1.pack(o.throttle_time_ms)
@@ -253,20 +259,23 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos):
         pos = end
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code, unknown), pos
 
 def _enc_DeleteGroupsResponse_DeletableGroupResult_v2(out, o):
@@ -305,20 +314,23 @@ def _dec_DeleteGroupsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteGroupsResponse(f_throttle_time_ms, f_results, unknown), pos
 
 def _enc_DeleteGroupsResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DeleteRecordsRequest', 'DeleteRecordsResponse']
 
@@ -41,17 +44,17 @@ class DeleteRecordsRequest(_rt.Message):
     class DeleteRecordsPartition(_rt.StructBase):
         partition_index: int = 0
         offset: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DeleteRecordsTopic(_rt.StructBase):
         name: str = ''
         partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = field(default_factory=list)
     timeout_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteRecordsRequest_DeleteRecordsPartition = DeleteRecordsRequest.DeleteRecordsPartition
 _C_DeleteRecordsRequest_DeleteRecordsTopic = DeleteRecordsRequest.DeleteRecordsTopic
@@ -64,17 +67,17 @@ class DeleteRecordsResponse(_rt.Message):
         partition_index: int = 0
         low_watermark: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DeleteRecordsTopicResult(_rt.StructBase):
         name: str = ''
         partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteRecordsResponse_DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 _C_DeleteRecordsResponse_DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
@@ -84,7 +87,7 @@ def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_offset = _S0.unpack_from(buf, pos)
     pos += 12
-    return _C_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset, []), pos
+    return _C_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset, ()), pos
 
 def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v0(out, o):
     out += _S0.pack(o.partition_index, o.offset)
@@ -114,7 +117,7 @@ def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions, []), pos
+    return _C_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions, ()), pos
 
 def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0(out, o):
     v = o.name
@@ -145,7 +148,7 @@ def _dec_DeleteRecordsRequest_v0(buf, pos):
             f_topics.append(item)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    return _C_DeleteRecordsRequest(f_topics, f_timeout_ms, []), pos
+    return _C_DeleteRecordsRequest(f_topics, f_timeout_ms, ()), pos
 
 def _enc_DeleteRecordsRequest_v0(out, o):
     v = o.topics
@@ -159,20 +162,23 @@ def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos):
     blen = len(buf)
     f_partition_index, f_offset = _S0.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset, unknown), pos
 
 def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(out, o):
@@ -215,20 +221,23 @@ def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions, unknown), pos
 
 def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(out, o):
@@ -274,20 +283,23 @@ def _dec_DeleteRecordsRequest_v2(buf, pos):
             f_topics.append(item)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteRecordsRequest(f_topics, f_timeout_ms, unknown), pos
 
 def _enc_DeleteRecordsRequest_v2(out, o):
@@ -334,7 +346,7 @@ def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_low_watermark, f_error_code = _S2.unpack_from(buf, pos)
     pos += 14
-    return _C_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code, []), pos
+    return _C_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code, ()), pos
 
 def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(out, o):
     out += _S2.pack(o.partition_index, o.low_watermark, o.error_code)
@@ -364,7 +376,7 @@ def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    return _C_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions, []), pos
+    return _C_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions, ()), pos
 
 def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(out, o):
     v = o.name
@@ -395,7 +407,7 @@ def _dec_DeleteRecordsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf, pos)
             f_topics.append(item)
-    return _C_DeleteRecordsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_DeleteRecordsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_DeleteRecordsResponse_v0(out, o):
     out += _S1.pack(o.throttle_time_ms)
@@ -409,20 +421,23 @@ def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos):
     blen = len(buf)
     f_partition_index, f_low_watermark, f_error_code = _S2.unpack_from(buf, pos)
     pos += 14
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code, unknown), pos
 
 def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(out, o):
@@ -465,20 +480,23 @@ def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions, unknown), pos
 
 def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(out, o):
@@ -524,20 +542,23 @@ def _dec_DeleteRecordsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteRecordsResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_DeleteRecordsResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse']
 
@@ -40,17 +43,17 @@ class DeleteShareGroupStateRequest(_rt.Message):
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
         partition: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DeleteStateData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[DeleteShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     topics: list[DeleteShareGroupStateRequest.DeleteStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteShareGroupStateRequest_PartitionData = DeleteShareGroupStateRequest.PartitionData
 _C_DeleteShareGroupStateRequest_DeleteStateData = DeleteShareGroupStateRequest.DeleteStateData
@@ -63,16 +66,16 @@ class DeleteShareGroupStateResponse(_rt.Message):
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DeleteStateResult(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[DeleteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     results: list[DeleteShareGroupStateResponse.DeleteStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteShareGroupStateResponse_PartitionResult = DeleteShareGroupStateResponse.PartitionResult
 _C_DeleteShareGroupStateResponse_DeleteStateResult = DeleteShareGroupStateResponse.DeleteStateResult
@@ -82,20 +85,23 @@ def _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteShareGroupStateRequest_PartitionData(f_partition, unknown), pos
 
 def _enc_DeleteShareGroupStateRequest_PartitionData_v0(out, o):
@@ -125,20 +131,23 @@ def _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteShareGroupStateRequest_DeleteStateData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_DeleteShareGroupStateRequest_DeleteStateData_v0(out, o):
@@ -189,20 +198,23 @@ def _dec_DeleteShareGroupStateRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteShareGroupStateRequest(f_group_id, f_topics, unknown), pos
 
 def _enc_DeleteShareGroupStateRequest_v0(out, o):
@@ -273,20 +285,23 @@ def _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteShareGroupStateResponse_PartitionResult(f_partition, f_error_code, f_error_message, unknown), pos
 
 def _enc_DeleteShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -329,20 +344,23 @@ def _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteShareGroupStateResponse_DeleteStateResult(f_topic_id, f_partitions, unknown), pos
 
 def _enc_DeleteShareGroupStateResponse_DeleteStateResult_v0(out, o):
@@ -377,20 +395,23 @@ def _dec_DeleteShareGroupStateResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteShareGroupStateResponse(f_results, unknown), pos
 
 def _enc_DeleteShareGroupStateResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DeleteTopicsRequest', 'DeleteTopicsResponse']
 
@@ -42,12 +45,12 @@ class DeleteTopicsRequest(_rt.Message):
     class DeleteTopicState(_rt.StructBase):
         name: str | None = None
         topic_id: UUID = _rt.ZERO_UUID
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[DeleteTopicsRequest.DeleteTopicState] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
     timeout_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteTopicsRequest_DeleteTopicState = DeleteTopicsRequest.DeleteTopicState
 _C_DeleteTopicsRequest = DeleteTopicsRequest
@@ -60,11 +63,11 @@ class DeleteTopicsResponse(_rt.Message):
         topic_id: UUID = _rt.ZERO_UUID
         error_code: int = 0
         error_message: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     responses: list[DeleteTopicsResponse.DeletableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DeleteTopicsResponse_DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
 _C_DeleteTopicsResponse = DeleteTopicsResponse
@@ -96,7 +99,7 @@ def _dec_DeleteTopicsRequest_v0(buf, pos):
             f_topic_names.append(item)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_DeleteTopicsRequest(f_topics, f_topic_names, f_timeout_ms, []), pos
+    return _C_DeleteTopicsRequest(f_topics, f_topic_names, f_timeout_ms, ()), pos
 
 def _enc_DeleteTopicsRequest_v0(out, o):
     if o.topics != []:
@@ -148,20 +151,23 @@ def _dec_DeleteTopicsRequest_v4(buf, pos):
             f_topic_names.append(item)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsRequest(f_topics, f_topic_names, f_timeout_ms, unknown), pos
 
 def _enc_DeleteTopicsRequest_v4(out, o):
@@ -210,20 +216,23 @@ def _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos):
     f_topic_id, = _S1.unpack_from(buf, pos)
     pos += 16
     f_topic_id = _UUID(bytes=f_topic_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsRequest_DeleteTopicState(f_name, f_topic_id, unknown), pos
 
 def _enc_DeleteTopicsRequest_DeleteTopicState_v6(out, o):
@@ -266,20 +275,23 @@ def _dec_DeleteTopicsRequest_v6(buf, pos):
     f_topic_names = []
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsRequest(f_topics, f_topic_names, f_timeout_ms, unknown), pos
 
 def _enc_DeleteTopicsRequest_v6(out, o):
@@ -337,7 +349,7 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos):
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message = None
-    return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, []), pos
+    return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, ()), pos
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v0(out, o):
     v = o.name
@@ -363,7 +375,7 @@ def _dec_DeleteTopicsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos)
             f_responses.append(item)
-    return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, []), pos
+    return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, ()), pos
 
 def _enc_DeleteTopicsResponse_v0(out, o):
     v = o.responses
@@ -387,7 +399,7 @@ def _dec_DeleteTopicsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos)
             f_responses.append(item)
-    return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, []), pos
+    return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, ()), pos
 
 def _enc_DeleteTopicsResponse_v1(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -419,20 +431,23 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos):
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, unknown), pos
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v4(out, o):
@@ -471,20 +486,23 @@ def _dec_DeleteTopicsResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos)
             f_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, unknown), pos
 
 def _enc_DeleteTopicsResponse_v4(out, o):
@@ -539,20 +557,23 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, unknown), pos
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(out, o):
@@ -604,20 +625,23 @@ def _dec_DeleteTopicsResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos)
             f_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, unknown), pos
 
 def _enc_DeleteTopicsResponse_v5(out, o):
@@ -672,20 +696,23 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, unknown), pos
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v6(out, o):
@@ -740,20 +767,23 @@ def _dec_DeleteTopicsResponse_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos)
             f_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DeleteTopicsResponse(f_throttle_time_ms, f_responses, unknown), pos
 
 def _enc_DeleteTopicsResponse_v6(out, o):

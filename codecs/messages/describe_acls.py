@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeAclsRequest', 'DescribeAclsResponse']
 
@@ -44,7 +47,7 @@ class DescribeAclsRequest(_rt.Message):
     host_filter: str | None = ''
     operation: int = 0
     permission_type: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeAclsRequest = DescribeAclsRequest
 
@@ -56,7 +59,7 @@ class DescribeAclsResponse(_rt.Message):
         host: str = ''
         operation: int = 0
         permission_type: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeAclsResource(_rt.StructBase):
@@ -64,13 +67,13 @@ class DescribeAclsResponse(_rt.Message):
         resource_name: str = ''
         pattern_type: int = 3
         acls: list[DescribeAclsResponse.AclDescription] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
     resources: list[DescribeAclsResponse.DescribeAclsResource] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeAclsResponse_AclDescription = DescribeAclsResponse.AclDescription
 _C_DescribeAclsResponse_DescribeAclsResource = DescribeAclsResponse.DescribeAclsResource
@@ -119,7 +122,7 @@ def _dec_DescribeAclsRequest_v0(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, []), pos
+    return _C_DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, ()), pos
 
 def _enc_DescribeAclsRequest_v0(out, o):
     out += _S0.pack(o.resource_type_filter)
@@ -201,7 +204,7 @@ def _dec_DescribeAclsRequest_v1(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, []), pos
+    return _C_DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, ()), pos
 
 def _enc_DescribeAclsRequest_v1(out, o):
     out += _S0.pack(o.resource_type_filter)
@@ -294,20 +297,23 @@ def _dec_DescribeAclsRequest_v2(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, unknown), pos
 
 def _enc_DescribeAclsRequest_v2(out, o):
@@ -408,7 +414,7 @@ def _dec_DescribeAclsResponse_AclDescription_v0(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_DescribeAclsResponse_AclDescription(f_principal, f_host, f_operation, f_permission_type, []), pos
+    return _C_DescribeAclsResponse_AclDescription(f_principal, f_host, f_operation, f_permission_type, ()), pos
 
 def _enc_DescribeAclsResponse_AclDescription_v0(out, o):
     v = o.principal
@@ -455,7 +461,7 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeAclsResponse_AclDescription_v0(buf, pos)
             f_acls.append(item)
-    return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, []), pos
+    return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, ()), pos
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v0(out, o):
     out += _S0.pack(o.resource_type)
@@ -501,7 +507,7 @@ def _dec_DescribeAclsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos)
             f_resources.append(item)
-    return _C_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, []), pos
+    return _C_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, ()), pos
 
 def _enc_DescribeAclsResponse_v0(out, o):
     out += _S2.pack(o.throttle_time_ms, o.error_code)
@@ -550,7 +556,7 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeAclsResponse_AclDescription_v0(buf, pos)
             f_acls.append(item)
-    return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, []), pos
+    return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, ()), pos
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v1(out, o):
     out += _S0.pack(o.resource_type)
@@ -595,7 +601,7 @@ def _dec_DescribeAclsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos)
             f_resources.append(item)
-    return _C_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, []), pos
+    return _C_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, ()), pos
 
 def _enc_DescribeAclsResponse_v1(out, o):
     out += _S2.pack(o.throttle_time_ms, o.error_code)
@@ -651,20 +657,23 @@ def _dec_DescribeAclsResponse_AclDescription_v2(buf, pos):
         pos = end
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeAclsResponse_AclDescription(f_principal, f_host, f_operation, f_permission_type, unknown), pos
 
 def _enc_DescribeAclsResponse_AclDescription_v2(out, o):
@@ -731,20 +740,23 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeAclsResponse_AclDescription_v2(buf, pos)
             f_acls.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, unknown), pos
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v2(out, o):
@@ -808,20 +820,23 @@ def _dec_DescribeAclsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v2(buf, pos)
             f_resources.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, unknown), pos
 
 def _enc_DescribeAclsResponse_v2(out, o):

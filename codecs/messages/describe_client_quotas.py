@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasResponse']
 
@@ -43,11 +46,11 @@ class DescribeClientQuotasRequest(_rt.Message):
         entity_type: str = ''
         match_type: int = 0
         match: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     components: list[DescribeClientQuotasRequest.ComponentData] = field(default_factory=list)
     strict: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeClientQuotasRequest_ComponentData = DescribeClientQuotasRequest.ComponentData
 _C_DescribeClientQuotasRequest = DescribeClientQuotasRequest
@@ -58,25 +61,25 @@ class DescribeClientQuotasResponse(_rt.Message):
     class EntityData(_rt.StructBase):
         entity_type: str = ''
         entity_name: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ValueData(_rt.StructBase):
         key: str = ''
         value: float = 0.0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class EntryData(_rt.StructBase):
         entity: list[DescribeClientQuotasResponse.EntityData] = field(default_factory=list)
         values: list[DescribeClientQuotasResponse.ValueData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
     entries: list[DescribeClientQuotasResponse.EntryData] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeClientQuotasResponse_EntityData = DescribeClientQuotasResponse.EntityData
 _C_DescribeClientQuotasResponse_ValueData = DescribeClientQuotasResponse.ValueData
@@ -111,7 +114,7 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos):
             raise _Short
         f_match = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_DescribeClientQuotasRequest_ComponentData(f_entity_type, f_match_type, f_match, []), pos
+    return _C_DescribeClientQuotasRequest_ComponentData(f_entity_type, f_match_type, f_match, ()), pos
 
 def _enc_DescribeClientQuotasRequest_ComponentData_v0(out, o):
     v = o.entity_type
@@ -148,7 +151,7 @@ def _dec_DescribeClientQuotasRequest_v0(buf, pos):
             f_components.append(item)
     f_strict, = _S1.unpack_from(buf, pos)
     pos += 1
-    return _C_DescribeClientQuotasRequest(f_components, f_strict, []), pos
+    return _C_DescribeClientQuotasRequest(f_components, f_strict, ()), pos
 
 def _enc_DescribeClientQuotasRequest_v0(out, o):
     v = o.components
@@ -194,20 +197,23 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos):
             raise _Short
         f_match = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeClientQuotasRequest_ComponentData(f_entity_type, f_match_type, f_match, unknown), pos
 
 def _enc_DescribeClientQuotasRequest_ComponentData_v1(out, o):
@@ -259,20 +265,23 @@ def _dec_DescribeClientQuotasRequest_v1(buf, pos):
             f_components.append(item)
     f_strict, = _S1.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeClientQuotasRequest(f_components, f_strict, unknown), pos
 
 def _enc_DescribeClientQuotasRequest_v1(out, o):
@@ -338,7 +347,7 @@ def _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos):
             raise _Short
         f_entity_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_DescribeClientQuotasResponse_EntityData(f_entity_type, f_entity_name, []), pos
+    return _C_DescribeClientQuotasResponse_EntityData(f_entity_type, f_entity_name, ()), pos
 
 def _enc_DescribeClientQuotasResponse_EntityData_v0(out, o):
     v = o.entity_type
@@ -375,7 +384,7 @@ def _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos):
         pos = end
     f_value, = _S2.unpack_from(buf, pos)
     pos += 8
-    return _C_DescribeClientQuotasResponse_ValueData(f_key, f_value, []), pos
+    return _C_DescribeClientQuotasResponse_ValueData(f_key, f_value, ()), pos
 
 def _enc_DescribeClientQuotasResponse_ValueData_v0(out, o):
     v = o.key
@@ -411,7 +420,7 @@ def _dec_DescribeClientQuotasResponse_EntryData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos)
             f_values.append(item)
-    return _C_DescribeClientQuotasResponse_EntryData(f_entity, f_values, []), pos
+    return _C_DescribeClientQuotasResponse_EntryData(f_entity, f_values, ()), pos
 
 def _enc_DescribeClientQuotasResponse_EntryData_v0(out, o):
     v = o.entity
@@ -452,7 +461,7 @@ def _dec_DescribeClientQuotasResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeClientQuotasResponse_EntryData_v0(buf, pos)
             f_entries.append(item)
-    return _C_DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries, []), pos
+    return _C_DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries, ()), pos
 
 def _enc_DescribeClientQuotasResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms, o.error_code)
@@ -509,20 +518,23 @@ def _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
             raise _Short
         f_entity_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeClientQuotasResponse_EntityData(f_entity_type, f_entity_name, unknown), pos
 
 def _enc_DescribeClientQuotasResponse_EntityData_v1(out, o):
@@ -574,20 +586,23 @@ def _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos):
         pos = end
     f_value, = _S2.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeClientQuotasResponse_ValueData(f_key, f_value, unknown), pos
 
 def _enc_DescribeClientQuotasResponse_ValueData_v1(out, o):
@@ -639,20 +654,23 @@ def _dec_DescribeClientQuotasResponse_EntryData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos)
             f_values.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeClientQuotasResponse_EntryData(f_entity, f_values, unknown), pos
 
 def _enc_DescribeClientQuotasResponse_EntryData_v1(out, o):
@@ -712,20 +730,23 @@ def _dec_DescribeClientQuotasResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeClientQuotasResponse_EntryData_v1(buf, pos)
             f_entries.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries, unknown), pos
 
 def _enc_DescribeClientQuotasResponse_v1(out, o):

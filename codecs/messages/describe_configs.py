@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeConfigsRequest', 'DescribeConfigsResponse']
 
@@ -45,12 +48,12 @@ class DescribeConfigsRequest(_rt.Message):
         resource_type: int = 0
         resource_name: str = ''
         configuration_keys: list[str] | None = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     resources: list[DescribeConfigsRequest.DescribeConfigsResource] = field(default_factory=list)
     include_synonyms: bool = False
     include_documentation: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeConfigsRequest_DescribeConfigsResource = DescribeConfigsRequest.DescribeConfigsResource
 _C_DescribeConfigsRequest = DescribeConfigsRequest
@@ -62,7 +65,7 @@ class DescribeConfigsResponse(_rt.Message):
         name: str = ''
         value: str | None = ''
         source: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeConfigsResourceResult(_rt.StructBase):
@@ -75,7 +78,7 @@ class DescribeConfigsResponse(_rt.Message):
         synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] = field(default_factory=list)
         config_type: int = 0
         documentation: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeConfigsResult(_rt.StructBase):
@@ -84,11 +87,11 @@ class DescribeConfigsResponse(_rt.Message):
         resource_type: int = 0
         resource_name: str = ''
         configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     results: list[DescribeConfigsResponse.DescribeConfigsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeConfigsResponse_DescribeConfigsSynonym = DescribeConfigsResponse.DescribeConfigsSynonym
 _C_DescribeConfigsResponse_DescribeConfigsResourceResult = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -133,7 +136,7 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_configuration_keys.append(item)
-    return _C_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys, []), pos
+    return _C_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys, ()), pos
 
 def _enc_DescribeConfigsRequest_DescribeConfigsResource_v0(out, o):
     out += _S0.pack(o.resource_type)
@@ -173,7 +176,7 @@ def _dec_DescribeConfigsRequest_v0(buf, pos):
             f_resources.append(item)
     f_include_synonyms = False
     f_include_documentation = False
-    return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, []), pos
+    return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, ()), pos
 
 def _enc_DescribeConfigsRequest_v0(out, o):
     v = o.resources
@@ -202,7 +205,7 @@ def _dec_DescribeConfigsRequest_v1(buf, pos):
     f_include_synonyms, = _S1.unpack_from(buf, pos)
     pos += 1
     f_include_documentation = False
-    return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, []), pos
+    return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, ()), pos
 
 def _enc_DescribeConfigsRequest_v1(out, o):
     v = o.resources
@@ -229,7 +232,7 @@ def _dec_DescribeConfigsRequest_v3(buf, pos):
             f_resources.append(item)
     f_include_synonyms, f_include_documentation = _S2.unpack_from(buf, pos)
     pos += 2
-    return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, []), pos
+    return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, ()), pos
 
 def _enc_DescribeConfigsRequest_v3(out, o):
     v = o.resources
@@ -289,20 +292,23 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_configuration_keys.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys, unknown), pos
 
 def _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(out, o):
@@ -360,20 +366,23 @@ def _dec_DescribeConfigsRequest_v4(buf, pos):
             f_resources.append(item)
     f_include_synonyms, f_include_documentation = _S2.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, unknown), pos
 
 def _enc_DescribeConfigsRequest_v4(out, o):
@@ -448,7 +457,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos):
     f_synonyms = []
     f_config_type = 0
     f_documentation = ''
-    return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(out, o):
     v = o.name
@@ -512,7 +521,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos)
             f_configs.append(item)
-    return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(out, o):
     out += _S3.pack(o.error_code)
@@ -555,7 +564,7 @@ def _dec_DescribeConfigsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos)
             f_results.append(item)
-    return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_DescribeConfigsResponse_v0(out, o):
     out += _S4.pack(o.throttle_time_ms)
@@ -593,7 +602,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
         pos = end
     f_source, = _S0.unpack_from(buf, pos)
     pos += 1
-    return _C_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1(out, o):
     v = o.name
@@ -659,7 +668,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos):
             f_synonyms.append(item)
     f_config_type = 0
     f_documentation = ''
-    return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(out, o):
     v = o.name
@@ -730,7 +739,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos)
             f_configs.append(item)
-    return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResult_v1(out, o):
     out += _S3.pack(o.error_code)
@@ -773,7 +782,7 @@ def _dec_DescribeConfigsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos)
             f_results.append(item)
-    return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_DescribeConfigsResponse_v1(out, o):
     out += _S4.pack(o.throttle_time_ms)
@@ -839,7 +848,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
             raise _Short
         f_documentation = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(out, o):
     v = o.name
@@ -921,7 +930,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos)
             f_configs.append(item)
-    return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, []), pos
+    return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, ()), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(out, o):
     out += _S3.pack(o.error_code)
@@ -964,7 +973,7 @@ def _dec_DescribeConfigsResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos)
             f_results.append(item)
-    return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, []), pos
+    return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, ()), pos
 
 def _enc_DescribeConfigsResponse_v3(out, o):
     out += _S4.pack(o.throttle_time_ms)
@@ -1010,20 +1019,23 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
         pos = end
     f_source, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source, unknown), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(out, o):
@@ -1128,20 +1140,23 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
             raise _Short
         f_documentation = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, unknown), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(out, o):
@@ -1252,20 +1267,23 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos)
             f_configs.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, unknown), pos
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(out, o):
@@ -1326,20 +1344,23 @@ def _dec_DescribeConfigsResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeConfigsResponse(f_throttle_time_ms, f_results, unknown), pos
 
 def _enc_DescribeConfigsResponse_v4(out, o):

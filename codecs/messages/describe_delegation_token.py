@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse']
 
@@ -41,10 +44,10 @@ class DescribeDelegationTokenRequest(_rt.Message):
     class DescribeDelegationTokenOwner(_rt.StructBase):
         principal_type: str = ''
         principal_name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
 _C_DescribeDelegationTokenRequest = DescribeDelegationTokenRequest
@@ -55,7 +58,7 @@ class DescribeDelegationTokenResponse(_rt.Message):
     class DescribedDelegationTokenRenewer(_rt.StructBase):
         principal_type: str = ''
         principal_name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribedDelegationToken(_rt.StructBase):
@@ -69,12 +72,12 @@ class DescribeDelegationTokenResponse(_rt.Message):
         token_id: str = ''
         hmac: bytes = b''
         renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = field(default_factory=list)
     throttle_time_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer = DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
 _C_DescribeDelegationTokenResponse_DescribedDelegationToken = DescribeDelegationTokenResponse.DescribedDelegationToken
@@ -106,7 +109,7 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos
             raise _Short
         f_principal_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(f_principal_type, f_principal_name, []), pos
+    return _C_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(f_principal_type, f_principal_name, ()), pos
 
 def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(out, o):
     v = o.principal_type
@@ -137,7 +140,7 @@ def _dec_DescribeDelegationTokenRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos)
             f_owners.append(item)
-    return _C_DescribeDelegationTokenRequest(f_owners, []), pos
+    return _C_DescribeDelegationTokenRequest(f_owners, ()), pos
 
 def _enc_DescribeDelegationTokenRequest_v0(out, o):
     v = o.owners
@@ -183,20 +186,23 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos
             raise _Short
         f_principal_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(f_principal_type, f_principal_name, unknown), pos
 
 def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(out, o):
@@ -242,20 +248,23 @@ def _dec_DescribeDelegationTokenRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos)
             f_owners.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenRequest(f_owners, unknown), pos
 
 def _enc_DescribeDelegationTokenRequest_v2(out, o):
@@ -321,7 +330,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf,
             raise _Short
         f_principal_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(f_principal_type, f_principal_name, []), pos
+    return _C_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(f_principal_type, f_principal_name, ()), pos
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(out, o):
     v = o.principal_type
@@ -402,7 +411,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf, pos)
             f_renewers.append(item)
-    return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, []), pos
+    return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, ()), pos
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(out, o):
     v = o.principal_type
@@ -458,7 +467,7 @@ def _dec_DescribeDelegationTokenResponse_v0(buf, pos):
             f_tokens.append(item)
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    return _C_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, []), pos
+    return _C_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, ()), pos
 
 def _enc_DescribeDelegationTokenResponse_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -503,20 +512,23 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf,
             raise _Short
         f_principal_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(f_principal_type, f_principal_name, unknown), pos
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(out, o):
@@ -628,20 +640,23 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf, pos)
             f_renewers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, unknown), pos
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(out, o):
@@ -721,20 +736,23 @@ def _dec_DescribeDelegationTokenResponse_v2(buf, pos):
             f_tokens.append(item)
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, unknown), pos
 
 def _enc_DescribeDelegationTokenResponse_v2(out, o):
@@ -866,20 +884,23 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf, pos)
             f_renewers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, unknown), pos
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(out, o):
@@ -975,20 +996,23 @@ def _dec_DescribeDelegationTokenResponse_v3(buf, pos):
             f_tokens.append(item)
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, unknown), pos
 
 def _enc_DescribeDelegationTokenResponse_v3(out, o):

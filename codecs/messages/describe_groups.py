@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
 
@@ -39,7 +42,7 @@ _S2 = _Struct('>i')
 class DescribeGroupsRequest(_rt.Message):
     groups: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeGroupsRequest = DescribeGroupsRequest
 
@@ -53,7 +56,7 @@ class DescribeGroupsResponse(_rt.Message):
         client_host: str = ''
         member_metadata: bytes = b''
         member_assignment: bytes = b''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribedGroup(_rt.StructBase):
@@ -64,11 +67,11 @@ class DescribeGroupsResponse(_rt.Message):
         protocol_data: str = ''
         members: list[DescribeGroupsResponse.DescribedGroupMember] = field(default_factory=list)
         authorized_operations: int = -2147483648
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     groups: list[DescribeGroupsResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeGroupsResponse_DescribedGroupMember = DescribeGroupsResponse.DescribedGroupMember
 _C_DescribeGroupsResponse_DescribedGroup = DescribeGroupsResponse.DescribedGroup
@@ -99,7 +102,7 @@ def _dec_DescribeGroupsRequest_v0(buf, pos):
                 pos = end
             f_groups.append(item)
     f_include_authorized_operations = False
-    return _C_DescribeGroupsRequest(f_groups, f_include_authorized_operations, []), pos
+    return _C_DescribeGroupsRequest(f_groups, f_include_authorized_operations, ()), pos
 
 def _enc_DescribeGroupsRequest_v0(out, o):
     v = o.groups
@@ -141,7 +144,7 @@ def _dec_DescribeGroupsRequest_v3(buf, pos):
             f_groups.append(item)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    return _C_DescribeGroupsRequest(f_groups, f_include_authorized_operations, []), pos
+    return _C_DescribeGroupsRequest(f_groups, f_include_authorized_operations, ()), pos
 
 def _enc_DescribeGroupsRequest_v3(out, o):
     v = o.groups
@@ -190,20 +193,23 @@ def _dec_DescribeGroupsRequest_v5(buf, pos):
             f_groups.append(item)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeGroupsRequest(f_groups, f_include_authorized_operations, unknown), pos
 
 def _enc_DescribeGroupsRequest_v5(out, o):
@@ -305,7 +311,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
             raise _Short
         f_member_assignment = bytes(buf[pos:end])
         pos = end
-    return _C_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, []), pos
+    return _C_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, ()), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v0(out, o):
     v = o.member_id
@@ -402,7 +408,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos)
             f_members.append(item)
     f_authorized_operations = -2147483648
-    return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, []), pos
+    return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, ()), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -456,7 +462,7 @@ def _dec_DescribeGroupsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos)
             f_groups.append(item)
-    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, []), pos
+    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, ()), pos
 
 def _enc_DescribeGroupsResponse_v0(out, o):
     v = o.groups
@@ -480,7 +486,7 @@ def _dec_DescribeGroupsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos)
             f_groups.append(item)
-    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, []), pos
+    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, ()), pos
 
 def _enc_DescribeGroupsResponse_v1(out, o):
     out += _S2.pack(o.throttle_time_ms)
@@ -555,7 +561,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
             f_members.append(item)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, []), pos
+    return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, ()), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v3(out, o):
     out += _S1.pack(o.error_code)
@@ -609,7 +615,7 @@ def _dec_DescribeGroupsResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos)
             f_groups.append(item)
-    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, []), pos
+    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, ()), pos
 
 def _enc_DescribeGroupsResponse_v3(out, o):
     out += _S2.pack(o.throttle_time_ms)
@@ -689,7 +695,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
             raise _Short
         f_member_assignment = bytes(buf[pos:end])
         pos = end
-    return _C_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, []), pos
+    return _C_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, ()), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v4(out, o):
     v = o.member_id
@@ -797,7 +803,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
             f_members.append(item)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, []), pos
+    return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, ()), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v4(out, o):
     out += _S1.pack(o.error_code)
@@ -851,7 +857,7 @@ def _dec_DescribeGroupsResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos)
             f_groups.append(item)
-    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, []), pos
+    return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, ()), pos
 
 def _enc_DescribeGroupsResponse_v4(out, o):
     out += _S2.pack(o.throttle_time_ms)
@@ -955,20 +961,23 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
             raise _Short
         f_member_assignment = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, unknown), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(out, o):
@@ -1119,20 +1128,23 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
             f_members.append(item)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, unknown), pos
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v5(out, o):
@@ -1210,20 +1222,23 @@ def _dec_DescribeGroupsResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeGroupsResponse(f_throttle_time_ms, f_groups, unknown), pos
 
 def _enc_DescribeGroupsResponse_v5(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeLogDirsRequest', 'DescribeLogDirsResponse']
 
@@ -43,10 +46,10 @@ class DescribeLogDirsRequest(_rt.Message):
     class DescribableLogDirTopic(_rt.StructBase):
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeLogDirsRequest_DescribableLogDirTopic = DescribeLogDirsRequest.DescribableLogDirTopic
 _C_DescribeLogDirsRequest = DescribeLogDirsRequest
@@ -59,13 +62,13 @@ class DescribeLogDirsResponse(_rt.Message):
         partition_size: int = 0
         offset_lag: int = 0
         is_future_key: bool = False
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeLogDirsTopic(_rt.StructBase):
         name: str = ''
         partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeLogDirsResult(_rt.StructBase):
@@ -74,12 +77,12 @@ class DescribeLogDirsResponse(_rt.Message):
         topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = field(default_factory=list)
         total_bytes: int = -1
         usable_bytes: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeLogDirsResponse_DescribeLogDirsPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 _C_DescribeLogDirsResponse_DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
@@ -107,9 +110,12 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions, []), pos
+    return _C_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions, ()), pos
 
 def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0(out, o):
     v = o.topic
@@ -122,7 +128,10 @@ def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0(out, o):
     v = o.partitions
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_DescribeLogDirsRequest_v0(buf, pos):
     blen = len(buf)
@@ -137,7 +146,7 @@ def _dec_DescribeLogDirsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_DescribeLogDirsRequest(f_topics, []), pos
+    return _C_DescribeLogDirsRequest(f_topics, ()), pos
 
 def _enc_DescribeLogDirsRequest_v0(out, o):
     v = o.topics
@@ -178,22 +187,28 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions, unknown), pos
 
 def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2(out, o):
@@ -213,7 +228,10 @@ def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -236,20 +254,23 @@ def _dec_DescribeLogDirsRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsRequest(f_topics, unknown), pos
 
 def _enc_DescribeLogDirsRequest_v2(out, o):
@@ -293,7 +314,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S0.unpack_from(buf, pos)
     pos += 21
-    return _C_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, []), pos
+    return _C_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, ()), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(out, o):
     out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
@@ -323,7 +344,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions, []), pos
+    return _C_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions, ()), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(out, o):
     v = o.name
@@ -368,7 +389,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf, pos):
             f_topics.append(item)
     f_total_bytes = -1
     f_usable_bytes = -1
-    return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, []), pos
+    return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, ()), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -401,7 +422,7 @@ def _dec_DescribeLogDirsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf, pos)
             f_results.append(item)
-    return _C_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, []), pos
+    return _C_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, ()), pos
 
 def _enc_DescribeLogDirsResponse_v0(out, o):
     out += _S2.pack(o.throttle_time_ms)
@@ -415,20 +436,23 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos):
     blen = len(buf)
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S0.unpack_from(buf, pos)
     pos += 21
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, unknown), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(out, o):
@@ -471,20 +495,23 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions, unknown), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(out, o):
@@ -548,20 +575,23 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos):
             f_topics.append(item)
     f_total_bytes = -1
     f_usable_bytes = -1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, unknown), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2(out, o):
@@ -609,20 +639,23 @@ def _dec_DescribeLogDirsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, unknown), pos
 
 def _enc_DescribeLogDirsResponse_v2(out, o):
@@ -659,20 +692,23 @@ def _dec_DescribeLogDirsResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, unknown), pos
 
 def _enc_DescribeLogDirsResponse_v3(out, o):
@@ -727,20 +763,23 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos):
             f_topics.append(item)
     f_total_bytes, f_usable_bytes = _S4.unpack_from(buf, pos)
     pos += 16
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, unknown), pos
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(out, o):
@@ -788,20 +827,23 @@ def _dec_DescribeLogDirsResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, unknown), pos
 
 def _enc_DescribeLogDirsResponse_v4(out, o):

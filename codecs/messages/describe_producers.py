@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeProducersRequest', 'DescribeProducersResponse']
 
@@ -41,10 +44,10 @@ class DescribeProducersRequest(_rt.Message):
     class TopicRequest(_rt.StructBase):
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[DescribeProducersRequest.TopicRequest] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeProducersRequest_TopicRequest = DescribeProducersRequest.TopicRequest
 _C_DescribeProducersRequest = DescribeProducersRequest
@@ -59,7 +62,7 @@ class DescribeProducersResponse(_rt.Message):
         last_timestamp: int = -1
         coordinator_epoch: int = 0
         current_txn_start_offset: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionResponse(_rt.StructBase):
@@ -67,17 +70,17 @@ class DescribeProducersResponse(_rt.Message):
         error_code: int = 0
         error_message: str | None = None
         active_producers: list[DescribeProducersResponse.ProducerState] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicResponse(_rt.StructBase):
         name: str = ''
         partitions: list[DescribeProducersResponse.PartitionResponse] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[DescribeProducersResponse.TopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeProducersResponse_ProducerState = DescribeProducersResponse.ProducerState
 _C_DescribeProducersResponse_PartitionResponse = DescribeProducersResponse.PartitionResponse
@@ -113,22 +116,28 @@ def _dec_DescribeProducersRequest_TopicRequest_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeProducersRequest_TopicRequest(f_name, f_partition_indexes, unknown), pos
 
 def _enc_DescribeProducersRequest_TopicRequest_v0(out, o):
@@ -148,7 +157,10 @@ def _enc_DescribeProducersRequest_TopicRequest_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -171,20 +183,23 @@ def _dec_DescribeProducersRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeProducersRequest_TopicRequest_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeProducersRequest(f_topics, unknown), pos
 
 def _enc_DescribeProducersRequest_v0(out, o):
@@ -225,20 +240,23 @@ def _dec_DescribeProducersResponse_ProducerState_v0(buf, pos):
     blen = len(buf)
     f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S0.unpack_from(buf, pos)
     pos += 36
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeProducersResponse_ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset, unknown), pos
 
 def _enc_DescribeProducersResponse_ProducerState_v0(out, o):
@@ -283,20 +301,23 @@ def _dec_DescribeProducersResponse_PartitionResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeProducersResponse_ProducerState_v0(buf, pos)
             f_active_producers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeProducersResponse_PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers, unknown), pos
 
 def _enc_DescribeProducersResponse_PartitionResponse_v0(out, o):
@@ -360,20 +381,23 @@ def _dec_DescribeProducersResponse_TopicResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeProducersResponse_PartitionResponse_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeProducersResponse_TopicResponse(f_name, f_partitions, unknown), pos
 
 def _enc_DescribeProducersResponse_TopicResponse_v0(out, o):
@@ -419,20 +443,23 @@ def _dec_DescribeProducersResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeProducersResponse_TopicResponse_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeProducersResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_DescribeProducersResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeQuorumRequest', 'DescribeQuorumResponse']
 
@@ -45,16 +48,16 @@ class DescribeQuorumRequest(_rt.Message):
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
         partition_index: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[DescribeQuorumRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[DescribeQuorumRequest.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeQuorumRequest_PartitionData = DescribeQuorumRequest.PartitionData
 _C_DescribeQuorumRequest_TopicData = DescribeQuorumRequest.TopicData
@@ -69,7 +72,7 @@ class DescribeQuorumResponse(_rt.Message):
         log_end_offset: int = 0
         last_fetch_timestamp: int = -1
         last_caught_up_timestamp: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -81,32 +84,32 @@ class DescribeQuorumResponse(_rt.Message):
         high_watermark: int = 0
         current_voters: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
         observers: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[DescribeQuorumResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Listener(_rt.StructBase):
         name: str = ''
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Node(_rt.StructBase):
         node_id: int = 0
         listeners: list[DescribeQuorumResponse.Listener] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     error_message: str | None = ''
     topics: list[DescribeQuorumResponse.TopicData] = field(default_factory=list)
     nodes: list[DescribeQuorumResponse.Node] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeQuorumResponse_ReplicaState = DescribeQuorumResponse.ReplicaState
 _C_DescribeQuorumResponse_PartitionData = DescribeQuorumResponse.PartitionData
@@ -119,20 +122,23 @@ def _dec_DescribeQuorumRequest_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumRequest_PartitionData(f_partition_index, unknown), pos
 
 def _enc_DescribeQuorumRequest_PartitionData_v0(out, o):
@@ -175,20 +181,23 @@ def _dec_DescribeQuorumRequest_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumRequest_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_DescribeQuorumRequest_TopicData_v0(out, o):
@@ -232,20 +241,23 @@ def _dec_DescribeQuorumRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumRequest_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumRequest(f_topics, unknown), pos
 
 def _enc_DescribeQuorumRequest_v0(out, o):
@@ -294,20 +306,23 @@ def _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos):
     pos += 8
     f_last_fetch_timestamp = -1
     f_last_caught_up_timestamp = -1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, unknown), pos
 
 def _enc_DescribeQuorumResponse_ReplicaState_v0(out, o):
@@ -357,20 +372,23 @@ def _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
             f_observers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, unknown), pos
 
 def _enc_DescribeQuorumResponse_PartitionData_v0(out, o):
@@ -430,20 +448,23 @@ def _dec_DescribeQuorumResponse_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_DescribeQuorumResponse_TopicData_v0(out, o):
@@ -491,20 +512,23 @@ def _dec_DescribeQuorumResponse_v0(buf, pos):
             item, pos = _dec_DescribeQuorumResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_nodes = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes, unknown), pos
 
 def _enc_DescribeQuorumResponse_v0(out, o):
@@ -531,20 +555,23 @@ def _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos):
     f_replica_directory_id = _ZERO_UUID
     f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S5.unpack_from(buf, pos)
     pos += 24
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, unknown), pos
 
 def _enc_DescribeQuorumResponse_ReplicaState_v1(out, o):
@@ -594,20 +621,23 @@ def _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
             f_observers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, unknown), pos
 
 def _enc_DescribeQuorumResponse_PartitionData_v1(out, o):
@@ -667,20 +697,23 @@ def _dec_DescribeQuorumResponse_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_DescribeQuorumResponse_TopicData_v1(out, o):
@@ -728,20 +761,23 @@ def _dec_DescribeQuorumResponse_v1(buf, pos):
             item, pos = _dec_DescribeQuorumResponse_TopicData_v1(buf, pos)
             f_topics.append(item)
     f_nodes = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes, unknown), pos
 
 def _enc_DescribeQuorumResponse_v1(out, o):
@@ -766,20 +802,23 @@ def _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos):
     f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S6.unpack_from(buf, pos)
     pos += 44
     f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, unknown), pos
 
 def _enc_DescribeQuorumResponse_ReplicaState_v2(out, o):
@@ -841,20 +880,23 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
             f_observers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, unknown), pos
 
 def _enc_DescribeQuorumResponse_PartitionData_v2(out, o):
@@ -927,20 +969,23 @@ def _dec_DescribeQuorumResponse_TopicData_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_DescribeQuorumResponse_TopicData_v2(out, o):
@@ -1003,20 +1048,23 @@ def _dec_DescribeQuorumResponse_Listener_v2(buf, pos):
         pos = end
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_Listener(f_name, f_host, f_port, unknown), pos
 
 def _enc_DescribeQuorumResponse_Listener_v2(out, o):
@@ -1065,20 +1113,23 @@ def _dec_DescribeQuorumResponse_Node_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_Listener_v2(buf, pos)
             f_listeners.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse_Node(f_node_id, f_listeners, unknown), pos
 
 def _enc_DescribeQuorumResponse_Node_v2(out, o):
@@ -1146,20 +1197,23 @@ def _dec_DescribeQuorumResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeQuorumResponse_Node_v2(buf, pos)
             f_nodes.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes, unknown), pos
 
 def _enc_DescribeQuorumResponse_v2(out, o):

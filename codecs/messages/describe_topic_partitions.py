@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
 
@@ -41,18 +44,18 @@ class DescribeTopicPartitionsRequest(_rt.Message):
     @dataclass(slots=True)
     class TopicRequest(_rt.StructBase):
         name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Cursor(_rt.StructBase):
         topic_name: str = ''
         partition_index: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[DescribeTopicPartitionsRequest.TopicRequest] = field(default_factory=list)
     response_partition_limit: int = 2000
     cursor: DescribeTopicPartitionsRequest.Cursor | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeTopicPartitionsRequest_TopicRequest = DescribeTopicPartitionsRequest.TopicRequest
 _C_DescribeTopicPartitionsRequest_Cursor = DescribeTopicPartitionsRequest.Cursor
@@ -71,7 +74,7 @@ class DescribeTopicPartitionsResponse(_rt.Message):
         eligible_leader_replicas: list[int] | None = None
         last_known_elr: list[int] | None = None
         offline_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeTopicPartitionsResponseTopic(_rt.StructBase):
@@ -81,18 +84,18 @@ class DescribeTopicPartitionsResponse(_rt.Message):
         is_internal: bool = False
         partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
         topic_authorized_operations: int = -2147483648
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Cursor(_rt.StructBase):
         topic_name: str = ''
         partition_index: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
     next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
 _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
@@ -117,20 +120,23 @@ def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos):
             raise _Short
         f_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsRequest_TopicRequest(f_name, unknown), pos
 
 def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(out, o):
@@ -169,20 +175,23 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos):
         pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsRequest_Cursor(f_topic_name, f_partition_index, unknown), pos
 
 def _enc_DescribeTopicPartitionsRequest_Cursor_v0(out, o):
@@ -227,20 +236,23 @@ def _dec_DescribeTopicPartitionsRequest_v0(buf, pos):
         f_cursor = None
     else:
         f_cursor, pos = _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor, unknown), pos
 
 def _enc_DescribeTopicPartitionsRequest_v0(out, o):
@@ -304,7 +316,10 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -317,7 +332,10 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -330,7 +348,10 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_eligible_leader_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_eligible_leader_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_eligible_leader_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -343,7 +364,10 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_last_known_elr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_last_known_elr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_last_known_elr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -356,22 +380,28 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas, unknown), pos
 
 def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(out, o):
@@ -382,14 +412,20 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.isr_nodes
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.eligible_leader_replicas
     if v is None:
         out.append(0)
@@ -399,7 +435,10 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
             out.append(n0 + 1)
         else:
             _write_uvarint(out, n0 + 1)
-        out += _pack('>%di' % n0, *v)
+        if n0 < 64:
+            out += _ARRAY_i[n0].pack(*v)
+        else:
+            out += _pack('>%di' % n0, *v)
     v = o.last_known_elr
     if v is None:
         out.append(0)
@@ -409,14 +448,20 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
             out.append(n0 + 1)
         else:
             _write_uvarint(out, n0 + 1)
-        out += _pack('>%di' % n0, *v)
+        if n0 < 64:
+            out += _ARRAY_i[n0].pack(*v)
+        else:
+            out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -462,20 +507,23 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
             f_partitions.append(item)
     f_topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, unknown), pos
 
 def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(out, o):
@@ -528,20 +576,23 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos):
         pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsResponse_Cursor(f_topic_name, f_partition_index, unknown), pos
 
 def _enc_DescribeTopicPartitionsResponse_Cursor_v0(out, o):
@@ -586,20 +637,23 @@ def _dec_DescribeTopicPartitionsResponse_v0(buf, pos):
         f_next_cursor = None
     else:
         f_next_cursor, pos = _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor, unknown), pos
 
 def _enc_DescribeTopicPartitionsResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse']
 
@@ -38,7 +41,7 @@ _S2 = _Struct('>i')
 @dataclass(slots=True)
 class DescribeTransactionsRequest(_rt.Message):
     transactional_ids: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeTransactionsRequest = DescribeTransactionsRequest
 
@@ -48,7 +51,7 @@ class DescribeTransactionsResponse(_rt.Message):
     class TopicData(_rt.StructBase):
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TransactionState(_rt.StructBase):
@@ -60,11 +63,11 @@ class DescribeTransactionsResponse(_rt.Message):
         producer_id: int = 0
         producer_epoch: int = 0
         topics: list[DescribeTransactionsResponse.TopicData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     transaction_states: list[DescribeTransactionsResponse.TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeTransactionsResponse_TopicData = DescribeTransactionsResponse.TopicData
 _C_DescribeTransactionsResponse_TransactionState = DescribeTransactionsResponse.TransactionState
@@ -102,20 +105,23 @@ def _dec_DescribeTransactionsRequest_v0(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_transactional_ids.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTransactionsRequest(f_transactional_ids, unknown), pos
 
 def _enc_DescribeTransactionsRequest_v0(out, o):
@@ -185,22 +191,28 @@ def _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTransactionsResponse_TopicData(f_topic, f_partitions, unknown), pos
 
 def _enc_DescribeTransactionsResponse_TopicData_v0(out, o):
@@ -220,7 +232,10 @@ def _enc_DescribeTransactionsResponse_TopicData_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -279,20 +294,23 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTransactionsResponse_TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics, unknown), pos
 
 def _enc_DescribeTransactionsResponse_TransactionState_v0(out, o):
@@ -350,20 +368,23 @@ def _dec_DescribeTransactionsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos)
             f_transaction_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states, unknown), pos
 
 def _enc_DescribeTransactionsResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse']
 
@@ -40,10 +43,10 @@ class DescribeUserScramCredentialsRequest(_rt.Message):
     @dataclass(slots=True)
     class UserName(_rt.StructBase):
         name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     users: list[DescribeUserScramCredentialsRequest.UserName] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeUserScramCredentialsRequest_UserName = DescribeUserScramCredentialsRequest.UserName
 _C_DescribeUserScramCredentialsRequest = DescribeUserScramCredentialsRequest
@@ -54,7 +57,7 @@ class DescribeUserScramCredentialsResponse(_rt.Message):
     class CredentialInfo(_rt.StructBase):
         mechanism: int = 0
         iterations: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribeUserScramCredentialsResult(_rt.StructBase):
@@ -62,13 +65,13 @@ class DescribeUserScramCredentialsResponse(_rt.Message):
         error_code: int = 0
         error_message: str | None = ''
         credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
     results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_DescribeUserScramCredentialsResponse_CredentialInfo = DescribeUserScramCredentialsResponse.CredentialInfo
 _C_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
@@ -92,20 +95,23 @@ def _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos):
             raise _Short
         f_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeUserScramCredentialsRequest_UserName(f_name, unknown), pos
 
 def _enc_DescribeUserScramCredentialsRequest_UserName_v0(out, o):
@@ -141,20 +147,23 @@ def _dec_DescribeUserScramCredentialsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos)
             f_users.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeUserScramCredentialsRequest(f_users, unknown), pos
 
 def _enc_DescribeUserScramCredentialsRequest_v0(out, o):
@@ -197,20 +206,23 @@ def _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos):
     blen = len(buf)
     f_mechanism, f_iterations = _S0.unpack_from(buf, pos)
     pos += 5
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeUserScramCredentialsResponse_CredentialInfo(f_mechanism, f_iterations, unknown), pos
 
 def _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(out, o):
@@ -271,20 +283,23 @@ def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
         for _ in range(n0):
             item, pos = _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos)
             f_credential_infos.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos, unknown), pos
 
 def _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(out, o):
@@ -360,20 +375,23 @@ def _dec_DescribeUserScramCredentialsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results, unknown), pos
 
 def _enc_DescribeUserScramCredentialsResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ElectLeadersRequest', 'ElectLeadersResponse']
 
@@ -41,12 +44,12 @@ class ElectLeadersRequest(_rt.Message):
     class TopicPartitions(_rt.StructBase):
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     election_type: int = 0
     topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = field(default_factory=list)
     timeout_ms: int = 60000
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ElectLeadersRequest_TopicPartitions = ElectLeadersRequest.TopicPartitions
 _C_ElectLeadersRequest = ElectLeadersRequest
@@ -58,18 +61,18 @@ class ElectLeadersResponse(_rt.Message):
         partition_id: int = 0
         error_code: int = 0
         error_message: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReplicaElectionResult(_rt.StructBase):
         topic: str = ''
         partition_result: list[ElectLeadersResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ElectLeadersResponse_PartitionResult = ElectLeadersResponse.PartitionResult
 _C_ElectLeadersResponse_ReplicaElectionResult = ElectLeadersResponse.ReplicaElectionResult
@@ -96,9 +99,12 @@ def _dec_ElectLeadersRequest_TopicPartitions_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions, []), pos
+    return _C_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions, ()), pos
 
 def _enc_ElectLeadersRequest_TopicPartitions_v0(out, o):
     v = o.topic
@@ -111,7 +117,10 @@ def _enc_ElectLeadersRequest_TopicPartitions_v0(out, o):
     v = o.partitions
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_ElectLeadersRequest_v0(buf, pos):
     blen = len(buf)
@@ -129,7 +138,7 @@ def _dec_ElectLeadersRequest_v0(buf, pos):
             f_topic_partitions.append(item)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, []), pos
+    return _C_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, ()), pos
 
 def _enc_ElectLeadersRequest_v0(out, o):
     if o.election_type != 0:
@@ -161,7 +170,7 @@ def _dec_ElectLeadersRequest_v1(buf, pos):
             f_topic_partitions.append(item)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, []), pos
+    return _C_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, ()), pos
 
 def _enc_ElectLeadersRequest_v1(out, o):
     out += _S1.pack(o.election_type)
@@ -204,22 +213,28 @@ def _dec_ElectLeadersRequest_TopicPartitions_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions, unknown), pos
 
 def _enc_ElectLeadersRequest_TopicPartitions_v2(out, o):
@@ -239,7 +254,10 @@ def _enc_ElectLeadersRequest_TopicPartitions_v2(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -266,20 +284,23 @@ def _dec_ElectLeadersRequest_v2(buf, pos):
             f_topic_partitions.append(item)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, unknown), pos
 
 def _enc_ElectLeadersRequest_v2(out, o):
@@ -339,7 +360,7 @@ def _dec_ElectLeadersResponse_PartitionResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message, []), pos
+    return _C_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message, ()), pos
 
 def _enc_ElectLeadersResponse_PartitionResult_v0(out, o):
     out += _S2.pack(o.partition_id, o.error_code)
@@ -379,7 +400,7 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ElectLeadersResponse_PartitionResult_v0(buf, pos)
             f_partition_result.append(item)
-    return _C_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result, []), pos
+    return _C_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result, ()), pos
 
 def _enc_ElectLeadersResponse_ReplicaElectionResult_v0(out, o):
     v = o.topic
@@ -411,7 +432,7 @@ def _dec_ElectLeadersResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos)
             f_replica_election_results.append(item)
-    return _C_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, []), pos
+    return _C_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, ()), pos
 
 def _enc_ElectLeadersResponse_v0(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -438,7 +459,7 @@ def _dec_ElectLeadersResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos)
             f_replica_election_results.append(item)
-    return _C_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, []), pos
+    return _C_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, ()), pos
 
 def _enc_ElectLeadersResponse_v1(out, o):
     out += _S2.pack(o.throttle_time_ms, o.error_code)
@@ -468,20 +489,23 @@ def _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message, unknown), pos
 
 def _enc_ElectLeadersResponse_PartitionResult_v2(out, o):
@@ -537,20 +561,23 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos)
             f_partition_result.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result, unknown), pos
 
 def _enc_ElectLeadersResponse_ReplicaElectionResult_v2(out, o):
@@ -596,20 +623,23 @@ def _dec_ElectLeadersResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos)
             f_replica_election_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, unknown), pos
 
 def _enc_ElectLeadersResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochResponse']
 
@@ -44,7 +47,7 @@ class EndQuorumEpochRequest(_rt.Message):
     class ReplicaInfo(_rt.StructBase):
         candidate_id: int = 0
         candidate_directory_id: UUID = _rt.ZERO_UUID
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -53,25 +56,25 @@ class EndQuorumEpochRequest(_rt.Message):
         leader_epoch: int = 0
         preferred_successors: list[int] = field(default_factory=list)
         preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[EndQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderEndpoint(_rt.StructBase):
         name: str = ''
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     cluster_id: str | None = None
     topics: list[EndQuorumEpochRequest.TopicData] = field(default_factory=list)
     leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_EndQuorumEpochRequest_ReplicaInfo = EndQuorumEpochRequest.ReplicaInfo
 _C_EndQuorumEpochRequest_PartitionData = EndQuorumEpochRequest.PartitionData
@@ -87,25 +90,25 @@ class EndQuorumEpochResponse(_rt.Message):
         error_code: int = 0
         leader_id: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[EndQuorumEpochResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
         node_id: int = 0
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     topics: list[EndQuorumEpochResponse.TopicData] = field(default_factory=list)
     node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_EndQuorumEpochResponse_PartitionData = EndQuorumEpochResponse.PartitionData
 _C_EndQuorumEpochResponse_TopicData = EndQuorumEpochResponse.TopicData
@@ -123,17 +126,23 @@ def _dec_EndQuorumEpochRequest_PartitionData_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_preferred_successors = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_preferred_successors = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_preferred_successors = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_preferred_candidates = []
-    return _C_EndQuorumEpochRequest_PartitionData(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, f_preferred_candidates, []), pos
+    return _C_EndQuorumEpochRequest_PartitionData(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, f_preferred_candidates, ()), pos
 
 def _enc_EndQuorumEpochRequest_PartitionData_v0(out, o):
     out += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
     v = o.preferred_successors
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos):
     blen = len(buf)
@@ -160,7 +169,7 @@ def _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_EndQuorumEpochRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    return _C_EndQuorumEpochRequest_TopicData(f_topic_name, f_partitions, []), pos
+    return _C_EndQuorumEpochRequest_TopicData(f_topic_name, f_partitions, ()), pos
 
 def _enc_EndQuorumEpochRequest_TopicData_v0(out, o):
     v = o.topic_name
@@ -202,7 +211,7 @@ def _dec_EndQuorumEpochRequest_v0(buf, pos):
             item, pos = _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_leader_endpoints = []
-    return _C_EndQuorumEpochRequest(f_cluster_id, f_topics, f_leader_endpoints, []), pos
+    return _C_EndQuorumEpochRequest(f_cluster_id, f_topics, f_leader_endpoints, ()), pos
 
 def _enc_EndQuorumEpochRequest_v0(out, o):
     v = o.cluster_id
@@ -226,20 +235,23 @@ def _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos):
     f_candidate_id, f_candidate_directory_id = _S1.unpack_from(buf, pos)
     pos += 20
     f_candidate_directory_id = _UUID(bytes=f_candidate_directory_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochRequest_ReplicaInfo(f_candidate_id, f_candidate_directory_id, unknown), pos
 
 def _enc_EndQuorumEpochRequest_ReplicaInfo_v1(out, o):
@@ -269,20 +281,23 @@ def _dec_EndQuorumEpochRequest_PartitionData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos)
             f_preferred_candidates.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochRequest_PartitionData(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, f_preferred_candidates, unknown), pos
 
 def _enc_EndQuorumEpochRequest_PartitionData_v1(out, o):
@@ -333,20 +348,23 @@ def _dec_EndQuorumEpochRequest_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_EndQuorumEpochRequest_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochRequest_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_EndQuorumEpochRequest_TopicData_v1(out, o):
@@ -409,20 +427,23 @@ def _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
         pos = end
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochRequest_LeaderEndpoint(f_name, f_host, f_port, unknown), pos
 
 def _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(out, o):
@@ -500,20 +521,23 @@ def _dec_EndQuorumEpochRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
             f_leader_endpoints.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochRequest(f_cluster_id, f_topics, f_leader_endpoints, unknown), pos
 
 def _enc_EndQuorumEpochRequest_v1(out, o):
@@ -593,7 +617,7 @@ def _dec_EndQuorumEpochResponse_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S3.unpack_from(buf, pos)
     pos += 14
-    return _C_EndQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []), pos
+    return _C_EndQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, ()), pos
 
 def _enc_EndQuorumEpochResponse_PartitionData_v0(out, o):
     out += _S3.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
@@ -623,7 +647,7 @@ def _dec_EndQuorumEpochResponse_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_EndQuorumEpochResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    return _C_EndQuorumEpochResponse_TopicData(f_topic_name, f_partitions, []), pos
+    return _C_EndQuorumEpochResponse_TopicData(f_topic_name, f_partitions, ()), pos
 
 def _enc_EndQuorumEpochResponse_TopicData_v0(out, o):
     v = o.topic_name
@@ -655,7 +679,7 @@ def _dec_EndQuorumEpochResponse_v0(buf, pos):
             item, pos = _dec_EndQuorumEpochResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    return _C_EndQuorumEpochResponse(f_error_code, f_topics, f_node_endpoints, []), pos
+    return _C_EndQuorumEpochResponse(f_error_code, f_topics, f_node_endpoints, ()), pos
 
 def _enc_EndQuorumEpochResponse_v0(out, o):
     out += _S4.pack(o.error_code)
@@ -671,20 +695,23 @@ def _dec_EndQuorumEpochResponse_PartitionData_v1(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S3.unpack_from(buf, pos)
     pos += 14
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_EndQuorumEpochResponse_PartitionData_v1(out, o):
@@ -727,20 +754,23 @@ def _dec_EndQuorumEpochResponse_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_EndQuorumEpochResponse_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochResponse_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_EndQuorumEpochResponse_TopicData_v1(out, o):
@@ -789,20 +819,23 @@ def _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
         pos = end
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochResponse_NodeEndpoint(f_node_id, f_host, f_port, unknown), pos
 
 def _enc_EndQuorumEpochResponse_NodeEndpoint_v1(out, o):
@@ -843,39 +876,42 @@ def _dec_EndQuorumEpochResponse_v1(buf, pos):
             item, pos = _dec_EndQuorumEpochResponse_TopicData_v1(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_node_endpoints = []
+                    for _ in range(n0):
+                        item, pos = _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
+                        f_node_endpoints.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_node_endpoints = []
-                for _ in range(n0):
-                    item, pos = _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_EndQuorumEpochResponse(f_error_code, f_topics, f_node_endpoints, unknown), pos
 
 def _enc_EndQuorumEpochResponse_v1(out, o):

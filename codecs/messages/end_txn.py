@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['EndTxnRequest', 'EndTxnResponse']
 
@@ -41,7 +44,7 @@ class EndTxnRequest(_rt.Message):
     producer_id: int = 0
     producer_epoch: int = 0
     committed: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_EndTxnRequest = EndTxnRequest
 
@@ -51,7 +54,7 @@ class EndTxnResponse(_rt.Message):
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_EndTxnResponse = EndTxnResponse
 
@@ -71,7 +74,7 @@ def _dec_EndTxnRequest_v0(buf, pos):
         pos = end
     f_producer_id, f_producer_epoch, f_committed = _S0.unpack_from(buf, pos)
     pos += 11
-    return _C_EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed, []), pos
+    return _C_EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed, ()), pos
 
 def _enc_EndTxnRequest_v0(out, o):
     v = o.transactional_id
@@ -103,20 +106,23 @@ def _dec_EndTxnRequest_v3(buf, pos):
         pos = end
     f_producer_id, f_producer_epoch, f_committed = _S0.unpack_from(buf, pos)
     pos += 11
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed, unknown), pos
 
 def _enc_EndTxnRequest_v3(out, o):
@@ -161,7 +167,7 @@ def _dec_EndTxnResponse_v0(buf, pos):
     pos += 6
     f_producer_id = -1
     f_producer_epoch = -1
-    return _C_EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, []), pos
+    return _C_EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, ()), pos
 
 def _enc_EndTxnResponse_v0(out, o):
     out += _S1.pack(o.throttle_time_ms, o.error_code)
@@ -172,20 +178,23 @@ def _dec_EndTxnResponse_v3(buf, pos):
     pos += 6
     f_producer_id = -1
     f_producer_epoch = -1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, unknown), pos
 
 def _enc_EndTxnResponse_v3(out, o):
@@ -199,20 +208,23 @@ def _dec_EndTxnResponse_v5(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 16
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, unknown), pos
 
 def _enc_EndTxnResponse_v5(out, o):

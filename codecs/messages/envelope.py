@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['EnvelopeRequest', 'EnvelopeResponse']
 
@@ -38,7 +41,7 @@ class EnvelopeRequest(_rt.Message):
     request_data: bytes = b''
     request_principal: bytes | None = b''
     client_host_address: bytes = b''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_EnvelopeRequest = EnvelopeRequest
 
@@ -46,7 +49,7 @@ _C_EnvelopeRequest = EnvelopeRequest
 class EnvelopeResponse(_rt.Message):
     response_data: bytes | None = None
     error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_EnvelopeResponse = EnvelopeResponse
 
@@ -94,20 +97,23 @@ def _dec_EnvelopeRequest_v0(buf, pos):
             raise _Short
         f_client_host_address = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EnvelopeRequest(f_request_data, f_request_principal, f_client_host_address, unknown), pos
 
 def _enc_EnvelopeRequest_v0(out, o):
@@ -176,20 +182,23 @@ def _dec_EnvelopeResponse_v0(buf, pos):
         pos = end
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_EnvelopeResponse(f_response_data, f_error_code, unknown), pos
 
 def _enc_EnvelopeResponse_v0(out, o):

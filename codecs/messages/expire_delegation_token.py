@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse']
 
@@ -38,7 +41,7 @@ _S1 = _Struct('>hqi')
 class ExpireDelegationTokenRequest(_rt.Message):
     hmac: bytes = b''
     expiry_time_period_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ExpireDelegationTokenRequest = ExpireDelegationTokenRequest
 
@@ -47,7 +50,7 @@ class ExpireDelegationTokenResponse(_rt.Message):
     error_code: int = 0
     expiry_timestamp_ms: int = 0
     throttle_time_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ExpireDelegationTokenResponse = ExpireDelegationTokenResponse
 
@@ -65,7 +68,7 @@ def _dec_ExpireDelegationTokenRequest_v0(buf, pos):
         pos = end
     f_expiry_time_period_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    return _C_ExpireDelegationTokenRequest(f_hmac, f_expiry_time_period_ms, []), pos
+    return _C_ExpireDelegationTokenRequest(f_hmac, f_expiry_time_period_ms, ()), pos
 
 def _enc_ExpireDelegationTokenRequest_v0(out, o):
     v = o.hmac
@@ -92,20 +95,23 @@ def _dec_ExpireDelegationTokenRequest_v2(buf, pos):
         pos = end
     f_expiry_time_period_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ExpireDelegationTokenRequest(f_hmac, f_expiry_time_period_ms, unknown), pos
 
 def _enc_ExpireDelegationTokenRequest_v2(out, o):
@@ -143,7 +149,7 @@ def _dec_ExpireDelegationTokenResponse_v0(buf, pos):
     blen = len(buf)
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S1.unpack_from(buf, pos)
     pos += 14
-    return _C_ExpireDelegationTokenResponse(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, []), pos
+    return _C_ExpireDelegationTokenResponse(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, ()), pos
 
 def _enc_ExpireDelegationTokenResponse_v0(out, o):
     out += _S1.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
@@ -152,20 +158,23 @@ def _dec_ExpireDelegationTokenResponse_v2(buf, pos):
     blen = len(buf)
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S1.unpack_from(buf, pos)
     pos += 14
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ExpireDelegationTokenResponse(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, unknown), pos
 
 def _enc_ExpireDelegationTokenResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['FetchRequest', 'FetchResponse']
 
@@ -54,7 +57,7 @@ class FetchRequest(_rt.Message):
     class ReplicaState(_rt.StructBase):
         replica_id: int = -1
         replica_epoch: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class FetchPartition(_rt.StructBase):
@@ -65,21 +68,21 @@ class FetchRequest(_rt.Message):
         log_start_offset: int = -1
         partition_max_bytes: int = 0
         replica_directory_id: UUID = _rt.ZERO_UUID
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class FetchTopic(_rt.StructBase):
         topic: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[FetchRequest.FetchPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ForgottenTopic(_rt.StructBase):
         topic: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     cluster_id: str | None = None
     replica_id: int = -1
@@ -93,7 +96,7 @@ class FetchRequest(_rt.Message):
     topics: list[FetchRequest.FetchTopic] = field(default_factory=list)
     forgotten_topics_data: list[FetchRequest.ForgottenTopic] = field(default_factory=list)
     rack_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_FetchRequest_ReplicaState = FetchRequest.ReplicaState
 _C_FetchRequest_FetchPartition = FetchRequest.FetchPartition
@@ -107,25 +110,25 @@ class FetchResponse(_rt.Message):
     class EpochEndOffset(_rt.StructBase):
         epoch: int = -1
         end_offset: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch(_rt.StructBase):
         leader_id: int = -1
         leader_epoch: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class SnapshotId(_rt.StructBase):
         end_offset: int = -1
         epoch: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AbortedTransaction(_rt.StructBase):
         producer_id: int = 0
         first_offset: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -140,14 +143,14 @@ class FetchResponse(_rt.Message):
         aborted_transactions: list[FetchResponse.AbortedTransaction] | None = field(default_factory=list)
         preferred_read_replica: int = -1
         records: bytes | memoryview | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class FetchableTopicResponse(_rt.StructBase):
         topic: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[FetchResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
@@ -155,14 +158,14 @@ class FetchResponse(_rt.Message):
         host: str = ''
         port: int = 0
         rack: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     session_id: int = 0
     responses: list[FetchResponse.FetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[FetchResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_FetchResponse_EpochEndOffset = FetchResponse.EpochEndOffset
 _C_FetchResponse_LeaderIdAndEpoch = FetchResponse.LeaderIdAndEpoch
@@ -185,7 +188,7 @@ def _dec_FetchRequest_FetchPartition_v0(buf, pos):
     f_partition_max_bytes, = _S0.unpack_from(buf, pos)
     pos += 4
     f_replica_directory_id = _ZERO_UUID
-    return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, []), pos
+    return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, ()), pos
 
 def _enc_FetchRequest_FetchPartition_v0(out, o):
     out += _S0.pack(o.partition)
@@ -220,7 +223,7 @@ def _dec_FetchRequest_FetchTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchRequest_FetchPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchRequest_FetchTopic_v0(out, o):
     v = o.topic
@@ -261,7 +264,7 @@ def _dec_FetchRequest_v0(buf, pos):
             f_topics.append(item)
     f_forgotten_topics_data = []
     f_rack_id = ''
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v0(out, o):
     out += _S0.pack(o.replica_id)
@@ -300,7 +303,7 @@ def _dec_FetchRequest_v3(buf, pos):
             f_topics.append(item)
     f_forgotten_topics_data = []
     f_rack_id = ''
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v3(out, o):
     out += _S0.pack(o.replica_id)
@@ -338,7 +341,7 @@ def _dec_FetchRequest_v4(buf, pos):
             f_topics.append(item)
     f_forgotten_topics_data = []
     f_rack_id = ''
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v4(out, o):
     out += _S0.pack(o.replica_id)
@@ -364,7 +367,7 @@ def _dec_FetchRequest_FetchPartition_v5(buf, pos):
     f_log_start_offset, f_partition_max_bytes = _S5.unpack_from(buf, pos)
     pos += 12
     f_replica_directory_id = _ZERO_UUID
-    return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, []), pos
+    return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, ()), pos
 
 def _enc_FetchRequest_FetchPartition_v5(out, o):
     out += _S0.pack(o.partition)
@@ -399,7 +402,7 @@ def _dec_FetchRequest_FetchTopic_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchRequest_FetchPartition_v5(buf, pos)
             f_partitions.append(item)
-    return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchRequest_FetchTopic_v5(out, o):
     v = o.topic
@@ -438,7 +441,7 @@ def _dec_FetchRequest_v5(buf, pos):
             f_topics.append(item)
     f_forgotten_topics_data = []
     f_rack_id = ''
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v5(out, o):
     out += _S0.pack(o.replica_id)
@@ -475,9 +478,12 @@ def _dec_FetchRequest_ForgottenTopic_v7(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_FetchRequest_ForgottenTopic(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchRequest_ForgottenTopic(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchRequest_ForgottenTopic_v7(out, o):
     v = o.topic
@@ -490,7 +496,10 @@ def _enc_FetchRequest_ForgottenTopic_v7(out, o):
     v = o.partitions
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_FetchRequest_v7(buf, pos):
     blen = len(buf)
@@ -523,7 +532,7 @@ def _dec_FetchRequest_v7(buf, pos):
             item, pos = _dec_FetchRequest_ForgottenTopic_v7(buf, pos)
             f_forgotten_topics_data.append(item)
     f_rack_id = ''
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v7(out, o):
     out += _S0.pack(o.replica_id)
@@ -549,7 +558,7 @@ def _dec_FetchRequest_FetchPartition_v9(buf, pos):
     f_log_start_offset, f_partition_max_bytes = _S5.unpack_from(buf, pos)
     pos += 12
     f_replica_directory_id = _ZERO_UUID
-    return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, []), pos
+    return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, ()), pos
 
 def _enc_FetchRequest_FetchPartition_v9(out, o):
     out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
@@ -583,7 +592,7 @@ def _dec_FetchRequest_FetchTopic_v9(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchRequest_FetchPartition_v9(buf, pos)
             f_partitions.append(item)
-    return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchRequest_FetchTopic_v9(out, o):
     v = o.topic
@@ -630,7 +639,7 @@ def _dec_FetchRequest_v9(buf, pos):
             item, pos = _dec_FetchRequest_ForgottenTopic_v7(buf, pos)
             f_forgotten_topics_data.append(item)
     f_rack_id = ''
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v9(out, o):
     out += _S0.pack(o.replica_id)
@@ -690,7 +699,7 @@ def _dec_FetchRequest_v11(buf, pos):
             raise _Short
         f_rack_id = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, []), pos
+    return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, ()), pos
 
 def _enc_FetchRequest_v11(out, o):
     out += _S0.pack(o.replica_id)
@@ -720,20 +729,23 @@ def _dec_FetchRequest_FetchPartition_v12(buf, pos):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S8.unpack_from(buf, pos)
     pos += 32
     f_replica_directory_id = _ZERO_UUID
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, unknown), pos
 
 def _enc_FetchRequest_FetchPartition_v12(out, o):
@@ -777,20 +789,23 @@ def _dec_FetchRequest_FetchTopic_v12(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchRequest_FetchPartition_v12(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchRequest_FetchTopic_v12(out, o):
@@ -847,22 +862,28 @@ def _dec_FetchRequest_ForgottenTopic_v12(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_ForgottenTopic(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchRequest_ForgottenTopic_v12(out, o):
@@ -882,7 +903,10 @@ def _enc_FetchRequest_ForgottenTopic_v12(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -942,40 +966,43 @@ def _dec_FetchRequest_v12(buf, pos):
         f_rack_id = str(buf[pos:end], 'utf-8')
         pos = end
     f_cluster_id = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    f_cluster_id = None
+                else:
+                    if n0 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n0
+                    if end > blen:
+                        raise _Short
+                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    pos = end
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                f_cluster_id = None
-            else:
-                if n0 > 0x7FFF:
-                    raise _TooLong
-                end = pos + n0
-                if end > blen:
-                    raise _Short
-                f_cluster_id = str(buf[pos:end], 'utf-8')
+                unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, unknown), pos
 
 def _enc_FetchRequest_v12(out, o):
@@ -1049,20 +1076,23 @@ def _dec_FetchRequest_FetchTopic_v13(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchRequest_FetchPartition_v12(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchRequest_FetchTopic_v13(out, o):
@@ -1097,22 +1127,28 @@ def _dec_FetchRequest_ForgottenTopic_v13(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_ForgottenTopic(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchRequest_ForgottenTopic_v13(out, o):
@@ -1123,7 +1159,10 @@ def _enc_FetchRequest_ForgottenTopic_v13(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -1183,40 +1222,43 @@ def _dec_FetchRequest_v13(buf, pos):
         f_rack_id = str(buf[pos:end], 'utf-8')
         pos = end
     f_cluster_id = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    f_cluster_id = None
+                else:
+                    if n0 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n0
+                    if end > blen:
+                        raise _Short
+                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    pos = end
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                f_cluster_id = None
-            else:
-                if n0 > 0x7FFF:
-                    raise _TooLong
-                end = pos + n0
-                if end > blen:
-                    raise _Short
-                f_cluster_id = str(buf[pos:end], 'utf-8')
+                unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, unknown), pos
 
 def _enc_FetchRequest_v13(out, o):
@@ -1273,20 +1315,23 @@ def _dec_FetchRequest_ReplicaState_v15(buf, pos):
     blen = len(buf)
     f_replica_id, f_replica_epoch = _S10.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_ReplicaState(f_replica_id, f_replica_epoch, unknown), pos
 
 def _enc_FetchRequest_ReplicaState_v15(out, o):
@@ -1349,44 +1394,47 @@ def _dec_FetchRequest_v15(buf, pos):
         pos = end
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    f_cluster_id = None
+                else:
+                    if n0 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n0
+                    if end > blen:
+                        raise _Short
+                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    pos = end
+                if pos != end:
+                    raise _TagSize
+            elif tag == 1:
+                f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                f_cluster_id = None
-            else:
-                if n0 > 0x7FFF:
-                    raise _TooLong
-                end = pos + n0
-                if end > blen:
-                    raise _Short
-                f_cluster_id = str(buf[pos:end], 'utf-8')
+                unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
-            if pos != end:
-                raise _TagSize
-        elif tag == 1:
-            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, unknown), pos
 
 def _enc_FetchRequest_v15(out, o):
@@ -1450,27 +1498,30 @@ def _dec_FetchRequest_FetchPartition_v17(buf, pos):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S8.unpack_from(buf, pos)
     pos += 32
     f_replica_directory_id = _ZERO_UUID
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_replica_directory_id, = _S9.unpack_from(buf, pos)
-            pos += 16
-            f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_replica_directory_id, = _S9.unpack_from(buf, pos)
+                pos += 16
+                f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, unknown), pos
 
 def _enc_FetchRequest_FetchPartition_v17(out, o):
@@ -1504,20 +1555,23 @@ def _dec_FetchRequest_FetchTopic_v17(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchRequest_FetchPartition_v17(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest_FetchTopic(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchRequest_FetchTopic_v17(out, o):
@@ -1588,44 +1642,47 @@ def _dec_FetchRequest_v17(buf, pos):
         pos = end
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    f_cluster_id = None
+                else:
+                    if n0 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n0
+                    if end > blen:
+                        raise _Short
+                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    pos = end
+                if pos != end:
+                    raise _TagSize
+            elif tag == 1:
+                f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                f_cluster_id = None
-            else:
-                if n0 > 0x7FFF:
-                    raise _TooLong
-                end = pos + n0
-                if end > blen:
-                    raise _Short
-                f_cluster_id = str(buf[pos:end], 'utf-8')
+                unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
-            if pos != end:
-                raise _TagSize
-        elif tag == 1:
-            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+        unknown = tuple(unknown)
     return _C_FetchRequest(f_cluster_id, f_replica_id, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, unknown), pos
 
 def _enc_FetchRequest_v17(out, o):
@@ -1755,7 +1812,7 @@ def _dec_FetchResponse_PartitionData_v0(buf, pos):
             raise _Short
         f_records = buf[pos:end]
         pos = end
-    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, []), pos
+    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, ()), pos
 
 def _enc_FetchResponse_PartitionData_v0(out, o):
     out += _S11.pack(o.partition_index, o.error_code, o.high_watermark)
@@ -1801,7 +1858,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchResponse_FetchableTopicResponse_v0(out, o):
     v = o.topic
@@ -1834,7 +1891,7 @@ def _dec_FetchResponse_v0(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v0(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, []), pos
+    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, ()), pos
 
 def _enc_FetchResponse_v0(out, o):
     if o.session_id != 0:
@@ -1865,7 +1922,7 @@ def _dec_FetchResponse_v1(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v0(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, []), pos
+    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, ()), pos
 
 def _enc_FetchResponse_v1(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -1883,7 +1940,7 @@ def _dec_FetchResponse_AbortedTransaction_v4(buf, pos):
     blen = len(buf)
     f_producer_id, f_first_offset = _S12.unpack_from(buf, pos)
     pos += 16
-    return _C_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset, []), pos
+    return _C_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset, ()), pos
 
 def _enc_FetchResponse_AbortedTransaction_v4(out, o):
     out += _S12.pack(o.producer_id, o.first_offset)
@@ -1918,7 +1975,7 @@ def _dec_FetchResponse_PartitionData_v4(buf, pos):
             raise _Short
         f_records = buf[pos:end]
         pos = end
-    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, []), pos
+    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, ()), pos
 
 def _enc_FetchResponse_PartitionData_v4(out, o):
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
@@ -1972,7 +2029,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchResponse_PartitionData_v4(buf, pos)
             f_partitions.append(item)
-    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchResponse_FetchableTopicResponse_v4(out, o):
     v = o.topic
@@ -2006,7 +2063,7 @@ def _dec_FetchResponse_v4(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, []), pos
+    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, ()), pos
 
 def _enc_FetchResponse_v4(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -2049,7 +2106,7 @@ def _dec_FetchResponse_PartitionData_v5(buf, pos):
             raise _Short
         f_records = buf[pos:end]
         pos = end
-    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, []), pos
+    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, ()), pos
 
 def _enc_FetchResponse_PartitionData_v5(out, o):
     out += _S14.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
@@ -2103,7 +2160,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchResponse_PartitionData_v5(buf, pos)
             f_partitions.append(item)
-    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchResponse_FetchableTopicResponse_v5(out, o):
     v = o.topic
@@ -2137,7 +2194,7 @@ def _dec_FetchResponse_v5(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v5(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, []), pos
+    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, ()), pos
 
 def _enc_FetchResponse_v5(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -2167,7 +2224,7 @@ def _dec_FetchResponse_v7(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v5(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, []), pos
+    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, ()), pos
 
 def _enc_FetchResponse_v7(out, o):
     out += _S15.pack(o.throttle_time_ms, o.error_code, o.session_id)
@@ -2209,7 +2266,7 @@ def _dec_FetchResponse_PartitionData_v11(buf, pos):
             raise _Short
         f_records = buf[pos:end]
         pos = end
-    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, []), pos
+    return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, ()), pos
 
 def _enc_FetchResponse_PartitionData_v11(out, o):
     out += _S14.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
@@ -2262,7 +2319,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchResponse_PartitionData_v11(buf, pos)
             f_partitions.append(item)
-    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, []), pos
+    return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, ()), pos
 
 def _enc_FetchResponse_FetchableTopicResponse_v11(out, o):
     v = o.topic
@@ -2294,7 +2351,7 @@ def _dec_FetchResponse_v11(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, []), pos
+    return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, ()), pos
 
 def _enc_FetchResponse_v11(out, o):
     out += _S15.pack(o.throttle_time_ms, o.error_code, o.session_id)
@@ -2310,20 +2367,23 @@ def _dec_FetchResponse_EpochEndOffset_v12(buf, pos):
     blen = len(buf)
     f_epoch, f_end_offset = _S10.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_EpochEndOffset(f_epoch, f_end_offset, unknown), pos
 
 def _enc_FetchResponse_EpochEndOffset_v12(out, o):
@@ -2337,20 +2397,23 @@ def _dec_FetchResponse_LeaderIdAndEpoch_v12(buf, pos):
     blen = len(buf)
     f_leader_id, f_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_FetchResponse_LeaderIdAndEpoch_v12(out, o):
@@ -2364,20 +2427,23 @@ def _dec_FetchResponse_SnapshotId_v12(buf, pos):
     blen = len(buf)
     f_end_offset, f_epoch = _S5.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_SnapshotId(f_end_offset, f_epoch, unknown), pos
 
 def _enc_FetchResponse_SnapshotId_v12(out, o):
@@ -2391,20 +2457,23 @@ def _dec_FetchResponse_AbortedTransaction_v12(buf, pos):
     blen = len(buf)
     f_producer_id, f_first_offset = _S12.unpack_from(buf, pos)
     pos += 16
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset, unknown), pos
 
 def _enc_FetchResponse_AbortedTransaction_v12(out, o):
@@ -2452,33 +2521,36 @@ def _dec_FetchResponse_PartitionData_v12(buf, pos):
     f_diverging_epoch = _C_FetchResponse_EpochEndOffset()
     f_current_leader = _C_FetchResponse_LeaderIdAndEpoch()
     f_snapshot_id = _C_FetchResponse_SnapshotId()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_diverging_epoch, pos = _dec_FetchResponse_EpochEndOffset_v12(buf, pos)
-            if pos != end:
-                raise _TagSize
-        elif tag == 1:
-            f_current_leader, pos = _dec_FetchResponse_LeaderIdAndEpoch_v12(buf, pos)
-            if pos != end:
-                raise _TagSize
-        elif tag == 2:
-            f_snapshot_id, pos = _dec_FetchResponse_SnapshotId_v12(buf, pos)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_diverging_epoch, pos = _dec_FetchResponse_EpochEndOffset_v12(buf, pos)
+                if pos != end:
+                    raise _TagSize
+            elif tag == 1:
+                f_current_leader, pos = _dec_FetchResponse_LeaderIdAndEpoch_v12(buf, pos)
+                if pos != end:
+                    raise _TagSize
+            elif tag == 2:
+                f_snapshot_id, pos = _dec_FetchResponse_SnapshotId_v12(buf, pos)
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, unknown), pos
 
 def _enc_FetchResponse_PartitionData_v12(out, o):
@@ -2563,20 +2635,23 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchResponse_PartitionData_v12(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchResponse_FetchableTopicResponse_v12(out, o):
@@ -2623,20 +2698,23 @@ def _dec_FetchResponse_v12(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, unknown), pos
 
 def _enc_FetchResponse_v12(out, o):
@@ -2677,20 +2755,23 @@ def _dec_FetchResponse_FetchableTopicResponse_v13(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchResponse_PartitionData_v12(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, f_topic_id, f_partitions, unknown), pos
 
 def _enc_FetchResponse_FetchableTopicResponse_v13(out, o):
@@ -2728,20 +2809,23 @@ def _dec_FetchResponse_v13(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v13(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, unknown), pos
 
 def _enc_FetchResponse_v13(out, o):
@@ -2799,20 +2883,23 @@ def _dec_FetchResponse_NodeEndpoint_v16(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, unknown), pos
 
 def _enc_FetchResponse_NodeEndpoint_v16(out, o):
@@ -2866,39 +2953,42 @@ def _dec_FetchResponse_v16(buf, pos):
             item, pos = _dec_FetchResponse_FetchableTopicResponse_v13(buf, pos)
             f_responses.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_node_endpoints = []
+                    for _ in range(n0):
+                        item, pos = _dec_FetchResponse_NodeEndpoint_v16(buf, pos)
+                        f_node_endpoints.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_node_endpoints = []
-                for _ in range(n0):
-                    item, pos = _dec_FetchResponse_NodeEndpoint_v16(buf, pos)
-                    f_node_endpoints.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, unknown), pos
 
 def _enc_FetchResponse_v16(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
 
@@ -46,7 +49,7 @@ class FetchSnapshotRequest(_rt.Message):
     class SnapshotId(_rt.StructBase):
         end_offset: int = 0
         epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionSnapshot(_rt.StructBase):
@@ -55,19 +58,19 @@ class FetchSnapshotRequest(_rt.Message):
         snapshot_id: FetchSnapshotRequest.SnapshotId = field(default_factory=lambda: FetchSnapshotRequest.SnapshotId())
         position: int = 0
         replica_directory_id: UUID = _rt.ZERO_UUID
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicSnapshot(_rt.StructBase):
         name: str = ''
         partitions: list[FetchSnapshotRequest.PartitionSnapshot] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     cluster_id: str | None = None
     replica_id: int = -1
     max_bytes: int = 2147483647
     topics: list[FetchSnapshotRequest.TopicSnapshot] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_FetchSnapshotRequest_SnapshotId = FetchSnapshotRequest.SnapshotId
 _C_FetchSnapshotRequest_PartitionSnapshot = FetchSnapshotRequest.PartitionSnapshot
@@ -80,13 +83,13 @@ class FetchSnapshotResponse(_rt.Message):
     class SnapshotId(_rt.StructBase):
         end_offset: int = 0
         epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch(_rt.StructBase):
         leader_id: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionSnapshot(_rt.StructBase):
@@ -97,26 +100,26 @@ class FetchSnapshotResponse(_rt.Message):
         size: int = 0
         position: int = 0
         unaligned_records: bytes | memoryview | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicSnapshot(_rt.StructBase):
         name: str = ''
         partitions: list[FetchSnapshotResponse.PartitionSnapshot] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
         node_id: int = 0
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     topics: list[FetchSnapshotResponse.TopicSnapshot] = field(default_factory=list)
     node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_FetchSnapshotResponse_SnapshotId = FetchSnapshotResponse.SnapshotId
 _C_FetchSnapshotResponse_LeaderIdAndEpoch = FetchSnapshotResponse.LeaderIdAndEpoch
@@ -129,20 +132,23 @@ def _dec_FetchSnapshotRequest_SnapshotId_v0(buf, pos):
     blen = len(buf)
     f_end_offset, f_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest_SnapshotId(f_end_offset, f_epoch, unknown), pos
 
 def _enc_FetchSnapshotRequest_SnapshotId_v0(out, o):
@@ -160,20 +166,23 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos):
     f_position, = _S2.unpack_from(buf, pos)
     pos += 8
     f_replica_directory_id = _ZERO_UUID
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest_PartitionSnapshot(f_partition, f_current_leader_epoch, f_snapshot_id, f_position, f_replica_directory_id, unknown), pos
 
 def _enc_FetchSnapshotRequest_PartitionSnapshot_v0(out, o):
@@ -221,20 +230,23 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest_TopicSnapshot(f_name, f_partitions, unknown), pos
 
 def _enc_FetchSnapshotRequest_TopicSnapshot_v0(out, o):
@@ -281,40 +293,43 @@ def _dec_FetchSnapshotRequest_v0(buf, pos):
             item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos)
             f_topics.append(item)
     f_cluster_id = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    f_cluster_id = None
+                else:
+                    if n0 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n0
+                    if end > blen:
+                        raise _Short
+                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    pos = end
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                f_cluster_id = None
-            else:
-                if n0 > 0x7FFF:
-                    raise _TooLong
-                end = pos + n0
-                if end > blen:
-                    raise _Short
-                f_cluster_id = str(buf[pos:end], 'utf-8')
+                unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest(f_cluster_id, f_replica_id, f_max_bytes, f_topics, unknown), pos
 
 def _enc_FetchSnapshotRequest_v0(out, o):
@@ -354,27 +369,30 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos):
     f_position, = _S2.unpack_from(buf, pos)
     pos += 8
     f_replica_directory_id = _ZERO_UUID
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_replica_directory_id, = _S3.unpack_from(buf, pos)
-            pos += 16
-            f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_replica_directory_id, = _S3.unpack_from(buf, pos)
+                pos += 16
+                f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest_PartitionSnapshot(f_partition, f_current_leader_epoch, f_snapshot_id, f_position, f_replica_directory_id, unknown), pos
 
 def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(out, o):
@@ -425,20 +443,23 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest_TopicSnapshot(f_name, f_partitions, unknown), pos
 
 def _enc_FetchSnapshotRequest_TopicSnapshot_v1(out, o):
@@ -485,40 +506,43 @@ def _dec_FetchSnapshotRequest_v1(buf, pos):
             item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos)
             f_topics.append(item)
     f_cluster_id = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    f_cluster_id = None
+                else:
+                    if n0 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n0
+                    if end > blen:
+                        raise _Short
+                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    pos = end
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                f_cluster_id = None
-            else:
-                if n0 > 0x7FFF:
-                    raise _TooLong
-                end = pos + n0
-                if end > blen:
-                    raise _Short
-                f_cluster_id = str(buf[pos:end], 'utf-8')
+                unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotRequest(f_cluster_id, f_replica_id, f_max_bytes, f_topics, unknown), pos
 
 def _enc_FetchSnapshotRequest_v1(out, o):
@@ -588,20 +612,23 @@ def _dec_FetchSnapshotResponse_SnapshotId_v0(buf, pos):
     blen = len(buf)
     f_end_offset, f_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse_SnapshotId(f_end_offset, f_epoch, unknown), pos
 
 def _enc_FetchSnapshotResponse_SnapshotId_v0(out, o):
@@ -615,20 +642,23 @@ def _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos):
     blen = len(buf)
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_FetchSnapshotResponse_LeaderIdAndEpoch_v0(out, o):
@@ -660,25 +690,28 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
         f_unaligned_records = buf[pos:end]
         pos = end
     f_current_leader = _C_FetchSnapshotResponse_LeaderIdAndEpoch()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_current_leader, pos = _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_current_leader, pos = _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos)
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse_PartitionSnapshot(f_index, f_error_code, f_snapshot_id, f_current_leader, f_size, f_position, f_unaligned_records, unknown), pos
 
 def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(out, o):
@@ -738,20 +771,23 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse_TopicSnapshot(f_name, f_partitions, unknown), pos
 
 def _enc_FetchSnapshotResponse_TopicSnapshot_v0(out, o):
@@ -798,20 +834,23 @@ def _dec_FetchSnapshotResponse_v0(buf, pos):
             item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse(f_throttle_time_ms, f_error_code, f_topics, f_node_endpoints, unknown), pos
 
 def _enc_FetchSnapshotResponse_v0(out, o):
@@ -853,20 +892,23 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos):
         pos = end
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse_NodeEndpoint(f_node_id, f_host, f_port, unknown), pos
 
 def _enc_FetchSnapshotResponse_NodeEndpoint_v1(out, o):
@@ -907,39 +949,42 @@ def _dec_FetchSnapshotResponse_v1(buf, pos):
             item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_node_endpoints = []
+                    for _ in range(n0):
+                        item, pos = _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos)
+                        f_node_endpoints.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_node_endpoints = []
-                for _ in range(n0):
-                    item, pos = _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_FetchSnapshotResponse(f_throttle_time_ms, f_error_code, f_topics, f_node_endpoints, unknown), pos
 
 def _enc_FetchSnapshotResponse_v1(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
 
@@ -41,7 +44,7 @@ class FindCoordinatorRequest(_rt.Message):
     key: str = ''
     key_type: int = 0
     coordinator_keys: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_FindCoordinatorRequest = FindCoordinatorRequest
 
@@ -55,7 +58,7 @@ class FindCoordinatorResponse(_rt.Message):
         port: int = 0
         error_code: int = 0
         error_message: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -64,7 +67,7 @@ class FindCoordinatorResponse(_rt.Message):
     host: str = ''
     port: int = 0
     coordinators: list[FindCoordinatorResponse.Coordinator] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_FindCoordinatorResponse_Coordinator = FindCoordinatorResponse.Coordinator
 _C_FindCoordinatorResponse = FindCoordinatorResponse
@@ -85,7 +88,7 @@ def _dec_FindCoordinatorRequest_v0(buf, pos):
         pos = end
     f_key_type = 0
     f_coordinator_keys = []
-    return _C_FindCoordinatorRequest(f_key, f_key_type, f_coordinator_keys, []), pos
+    return _C_FindCoordinatorRequest(f_key, f_key_type, f_coordinator_keys, ()), pos
 
 def _enc_FindCoordinatorRequest_v0(out, o):
     v = o.key
@@ -117,7 +120,7 @@ def _dec_FindCoordinatorRequest_v1(buf, pos):
     f_key_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_coordinator_keys = []
-    return _C_FindCoordinatorRequest(f_key, f_key_type, f_coordinator_keys, []), pos
+    return _C_FindCoordinatorRequest(f_key, f_key_type, f_coordinator_keys, ()), pos
 
 def _enc_FindCoordinatorRequest_v1(out, o):
     v = o.key
@@ -152,20 +155,23 @@ def _dec_FindCoordinatorRequest_v3(buf, pos):
     f_key_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_coordinator_keys = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FindCoordinatorRequest(f_key, f_key_type, f_coordinator_keys, unknown), pos
 
 def _enc_FindCoordinatorRequest_v3(out, o):
@@ -222,20 +228,23 @@ def _dec_FindCoordinatorRequest_v4(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_coordinator_keys.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FindCoordinatorRequest(f_key, f_key_type, f_coordinator_keys, unknown), pos
 
 def _enc_FindCoordinatorRequest_v4(out, o):
@@ -304,7 +313,7 @@ def _dec_FindCoordinatorResponse_v0(buf, pos):
     f_port, = _S2.unpack_from(buf, pos)
     pos += 4
     f_coordinators = []
-    return _C_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, f_coordinators, []), pos
+    return _C_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, f_coordinators, ()), pos
 
 def _enc_FindCoordinatorResponse_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -353,7 +362,7 @@ def _dec_FindCoordinatorResponse_v1(buf, pos):
     f_port, = _S2.unpack_from(buf, pos)
     pos += 4
     f_coordinators = []
-    return _C_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, f_coordinators, []), pos
+    return _C_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, f_coordinators, ()), pos
 
 def _enc_FindCoordinatorResponse_v1(out, o):
     out += _S3.pack(o.throttle_time_ms, o.error_code)
@@ -420,20 +429,23 @@ def _dec_FindCoordinatorResponse_v3(buf, pos):
     f_port, = _S2.unpack_from(buf, pos)
     pos += 4
     f_coordinators = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, f_coordinators, unknown), pos
 
 def _enc_FindCoordinatorResponse_v3(out, o):
@@ -524,20 +536,23 @@ def _dec_FindCoordinatorResponse_Coordinator_v4(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FindCoordinatorResponse_Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message, unknown), pos
 
 def _enc_FindCoordinatorResponse_Coordinator_v4(out, o):
@@ -605,20 +620,23 @@ def _dec_FindCoordinatorResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_FindCoordinatorResponse_Coordinator_v4(buf, pos)
             f_coordinators.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, f_coordinators, unknown), pos
 
 def _enc_FindCoordinatorResponse_v4(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse']
 
@@ -38,7 +41,7 @@ _S2 = _Struct('>ii?')
 @dataclass(slots=True)
 class GetTelemetrySubscriptionsRequest(_rt.Message):
     client_instance_id: UUID = _rt.ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_GetTelemetrySubscriptionsRequest = GetTelemetrySubscriptionsRequest
 
@@ -53,7 +56,7 @@ class GetTelemetrySubscriptionsResponse(_rt.Message):
     telemetry_max_bytes: int = 0
     delta_temporality: bool = False
     requested_metrics: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_GetTelemetrySubscriptionsResponse = GetTelemetrySubscriptionsResponse
 
@@ -62,20 +65,23 @@ def _dec_GetTelemetrySubscriptionsRequest_v0(buf, pos):
     f_client_instance_id, = _S0.unpack_from(buf, pos)
     pos += 16
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_GetTelemetrySubscriptionsRequest(f_client_instance_id, unknown), pos
 
 def _enc_GetTelemetrySubscriptionsRequest_v0(out, o):
@@ -117,7 +123,10 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf, pos):
     else:
         if n0 * 1 > blen - pos:
             raise _Short
-        f_accepted_compression_types = list(_unpack_from('>%db' % n0, buf, pos))
+        if n0 < 64:
+            f_accepted_compression_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+        else:
+            f_accepted_compression_types = list(_unpack_from('>%db' % n0, buf, pos))
         pos += n0 * 1
     f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9
@@ -151,20 +160,23 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_requested_metrics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_GetTelemetrySubscriptionsResponse(f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id, f_accepted_compression_types, f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality, f_requested_metrics, unknown), pos
 
 def _enc_GetTelemetrySubscriptionsResponse_v0(out, o):
@@ -175,7 +187,10 @@ def _enc_GetTelemetrySubscriptionsResponse_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%db' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_b[n0].pack(*v)
+    else:
+        out += _pack('>%db' % n0, *v)
     out += _S2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     v = o.requested_metrics
     n0 = len(v)

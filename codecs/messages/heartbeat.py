@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['HeartbeatRequest', 'HeartbeatResponse']
 
@@ -41,7 +44,7 @@ class HeartbeatRequest(_rt.Message):
     generation_id: int = 0
     member_id: str = ''
     group_instance_id: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_HeartbeatRequest = HeartbeatRequest
 
@@ -49,7 +52,7 @@ _C_HeartbeatRequest = HeartbeatRequest
 class HeartbeatResponse(_rt.Message):
     throttle_time_ms: int = 0
     error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_HeartbeatResponse = HeartbeatResponse
 
@@ -82,7 +85,7 @@ def _dec_HeartbeatRequest_v0(buf, pos):
         f_member_id = str(buf[pos:end], 'utf-8')
         pos = end
     f_group_instance_id = None
-    return _C_HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, []), pos
+    return _C_HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, ()), pos
 
 def _enc_HeartbeatRequest_v0(out, o):
     v = o.group_id
@@ -143,7 +146,7 @@ def _dec_HeartbeatRequest_v3(buf, pos):
             raise _Short
         f_group_instance_id = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, []), pos
+    return _C_HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, ()), pos
 
 def _enc_HeartbeatRequest_v3(out, o):
     v = o.group_id
@@ -224,20 +227,23 @@ def _dec_HeartbeatRequest_v4(buf, pos):
             raise _Short
         f_group_instance_id = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, unknown), pos
 
 def _enc_HeartbeatRequest_v4(out, o):
@@ -304,7 +310,7 @@ def _dec_HeartbeatResponse_v0(buf, pos):
     f_throttle_time_ms = 0
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
-    return _C_HeartbeatResponse(f_throttle_time_ms, f_error_code, []), pos
+    return _C_HeartbeatResponse(f_throttle_time_ms, f_error_code, ()), pos
 
 def _enc_HeartbeatResponse_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -313,7 +319,7 @@ def _dec_HeartbeatResponse_v1(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    return _C_HeartbeatResponse(f_throttle_time_ms, f_error_code, []), pos
+    return _C_HeartbeatResponse(f_throttle_time_ms, f_error_code, ()), pos
 
 def _enc_HeartbeatResponse_v1(out, o):
     out += _S2.pack(o.throttle_time_ms, o.error_code)
@@ -322,20 +328,23 @@ def _dec_HeartbeatResponse_v4(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_HeartbeatResponse(f_throttle_time_ms, f_error_code, unknown), pos
 
 def _enc_HeartbeatResponse_v4(out, o):

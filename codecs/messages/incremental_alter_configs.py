@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse']
 
@@ -43,18 +46,18 @@ class IncrementalAlterConfigsRequest(_rt.Message):
         name: str = ''
         config_operation: int = 0
         value: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AlterConfigsResource(_rt.StructBase):
         resource_type: int = 0
         resource_name: str = ''
         configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_IncrementalAlterConfigsRequest_AlterableConfig = IncrementalAlterConfigsRequest.AlterableConfig
 _C_IncrementalAlterConfigsRequest_AlterConfigsResource = IncrementalAlterConfigsRequest.AlterConfigsResource
@@ -68,11 +71,11 @@ class IncrementalAlterConfigsResponse(_rt.Message):
         error_message: str | None = ''
         resource_type: int = 0
         resource_name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 _C_IncrementalAlterConfigsResponse = IncrementalAlterConfigsResponse
@@ -105,7 +108,7 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos):
             raise _Short
         f_value = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value, []), pos
+    return _C_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value, ()), pos
 
 def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v0(out, o):
     v = o.name
@@ -154,7 +157,7 @@ def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos)
             f_configs.append(item)
-    return _C_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, []), pos
+    return _C_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, ()), pos
 
 def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(out, o):
     out += _S0.pack(o.resource_type)
@@ -186,7 +189,7 @@ def _dec_IncrementalAlterConfigsRequest_v0(buf, pos):
             f_resources.append(item)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    return _C_IncrementalAlterConfigsRequest(f_resources, f_validate_only, []), pos
+    return _C_IncrementalAlterConfigsRequest(f_resources, f_validate_only, ()), pos
 
 def _enc_IncrementalAlterConfigsRequest_v0(out, o):
     v = o.resources
@@ -232,20 +235,23 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos):
             raise _Short
         f_value = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value, unknown), pos
 
 def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(out, o):
@@ -313,20 +319,23 @@ def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos)
             f_configs.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, unknown), pos
 
 def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(out, o):
@@ -373,20 +382,23 @@ def _dec_IncrementalAlterConfigsRequest_v1(buf, pos):
             f_resources.append(item)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_IncrementalAlterConfigsRequest(f_resources, f_validate_only, unknown), pos
 
 def _enc_IncrementalAlterConfigsRequest_v1(out, o):
@@ -461,7 +473,7 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, po
             raise _Short
         f_resource_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, []), pos
+    return _C_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, ()), pos
 
 def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -499,7 +511,7 @@ def _dec_IncrementalAlterConfigsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos)
             f_responses.append(item)
-    return _C_IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses, []), pos
+    return _C_IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses, ()), pos
 
 def _enc_IncrementalAlterConfigsResponse_v0(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -547,20 +559,23 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, po
             raise _Short
         f_resource_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, unknown), pos
 
 def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(out, o):
@@ -613,20 +628,23 @@ def _dec_IncrementalAlterConfigsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos)
             f_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses, unknown), pos
 
 def _enc_IncrementalAlterConfigsResponse_v1(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
 
@@ -41,7 +44,7 @@ class InitProducerIdRequest(_rt.Message):
     transaction_timeout_ms: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_InitProducerIdRequest = InitProducerIdRequest
 
@@ -51,7 +54,7 @@ class InitProducerIdResponse(_rt.Message):
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_InitProducerIdResponse = InitProducerIdResponse
 
@@ -73,7 +76,7 @@ def _dec_InitProducerIdRequest_v0(buf, pos):
     pos += 4
     f_producer_id = -1
     f_producer_epoch = -1
-    return _C_InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, []), pos
+    return _C_InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, ()), pos
 
 def _enc_InitProducerIdRequest_v0(out, o):
     v = o.transactional_id
@@ -114,20 +117,23 @@ def _dec_InitProducerIdRequest_v2(buf, pos):
     pos += 4
     f_producer_id = -1
     f_producer_epoch = -1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, unknown), pos
 
 def _enc_InitProducerIdRequest_v2(out, o):
@@ -174,20 +180,23 @@ def _dec_InitProducerIdRequest_v3(buf, pos):
         pos = end
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 14
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, unknown), pos
 
 def _enc_InitProducerIdRequest_v3(out, o):
@@ -233,7 +242,7 @@ def _dec_InitProducerIdResponse_v0(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 16
-    return _C_InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, []), pos
+    return _C_InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, ()), pos
 
 def _enc_InitProducerIdResponse_v0(out, o):
     out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
@@ -242,20 +251,23 @@ def _dec_InitProducerIdResponse_v2(buf, pos):
     blen = len(buf)
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 16
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, unknown), pos
 
 def _enc_InitProducerIdResponse_v2(out, o):

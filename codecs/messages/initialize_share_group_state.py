@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse']
 
@@ -42,17 +45,17 @@ class InitializeShareGroupStateRequest(_rt.Message):
         partition: int = 0
         state_epoch: int = 0
         start_offset: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class InitializeStateData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[InitializeShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     topics: list[InitializeShareGroupStateRequest.InitializeStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_InitializeShareGroupStateRequest_PartitionData = InitializeShareGroupStateRequest.PartitionData
 _C_InitializeShareGroupStateRequest_InitializeStateData = InitializeShareGroupStateRequest.InitializeStateData
@@ -65,16 +68,16 @@ class InitializeShareGroupStateResponse(_rt.Message):
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class InitializeStateResult(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[InitializeShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     results: list[InitializeShareGroupStateResponse.InitializeStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_InitializeShareGroupStateResponse_PartitionResult = InitializeShareGroupStateResponse.PartitionResult
 _C_InitializeShareGroupStateResponse_InitializeStateResult = InitializeShareGroupStateResponse.InitializeStateResult
@@ -84,20 +87,23 @@ def _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition, f_state_epoch, f_start_offset = _S0.unpack_from(buf, pos)
     pos += 16
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitializeShareGroupStateRequest_PartitionData(f_partition, f_state_epoch, f_start_offset, unknown), pos
 
 def _enc_InitializeShareGroupStateRequest_PartitionData_v0(out, o):
@@ -127,20 +133,23 @@ def _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitializeShareGroupStateRequest_InitializeStateData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(out, o):
@@ -191,20 +200,23 @@ def _dec_InitializeShareGroupStateRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitializeShareGroupStateRequest(f_group_id, f_topics, unknown), pos
 
 def _enc_InitializeShareGroupStateRequest_v0(out, o):
@@ -277,20 +289,23 @@ def _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitializeShareGroupStateResponse_PartitionResult(f_partition, f_error_code, f_error_message, unknown), pos
 
 def _enc_InitializeShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -333,20 +348,23 @@ def _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitializeShareGroupStateResponse_InitializeStateResult(f_topic_id, f_partitions, unknown), pos
 
 def _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(out, o):
@@ -381,20 +399,23 @@ def _dec_InitializeShareGroupStateResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_InitializeShareGroupStateResponse(f_results, unknown), pos
 
 def _enc_InitializeShareGroupStateResponse_v0(out, o):

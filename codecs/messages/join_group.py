@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['JoinGroupRequest', 'JoinGroupResponse']
 
@@ -43,7 +46,7 @@ class JoinGroupRequest(_rt.Message):
     class JoinGroupRequestProtocol(_rt.StructBase):
         name: str = ''
         metadata: bytes = b''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     session_timeout_ms: int = 0
@@ -53,7 +56,7 @@ class JoinGroupRequest(_rt.Message):
     protocol_type: str = ''
     protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = field(default_factory=list)
     reason: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_JoinGroupRequest_JoinGroupRequestProtocol = JoinGroupRequest.JoinGroupRequestProtocol
 _C_JoinGroupRequest = JoinGroupRequest
@@ -65,7 +68,7 @@ class JoinGroupResponse(_rt.Message):
         member_id: str = ''
         group_instance_id: str | None = None
         metadata: bytes = b''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -76,7 +79,7 @@ class JoinGroupResponse(_rt.Message):
     skip_assignment: bool = False
     member_id: str = ''
     members: list[JoinGroupResponse.JoinGroupResponseMember] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_JoinGroupResponse_JoinGroupResponseMember = JoinGroupResponse.JoinGroupResponseMember
 _C_JoinGroupResponse = JoinGroupResponse
@@ -105,7 +108,7 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos):
             raise _Short
         f_metadata = bytes(buf[pos:end])
         pos = end
-    return _C_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata, []), pos
+    return _C_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata, ()), pos
 
 def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0(out, o):
     v = o.name
@@ -174,7 +177,7 @@ def _dec_JoinGroupRequest_v0(buf, pos):
             item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos)
             f_protocols.append(item)
     f_reason = None
-    return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, []), pos
+    return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, ()), pos
 
 def _enc_JoinGroupRequest_v0(out, o):
     v = o.group_id
@@ -260,7 +263,7 @@ def _dec_JoinGroupRequest_v1(buf, pos):
             item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos)
             f_protocols.append(item)
     f_reason = None
-    return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, []), pos
+    return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, ()), pos
 
 def _enc_JoinGroupRequest_v1(out, o):
     v = o.group_id
@@ -357,7 +360,7 @@ def _dec_JoinGroupRequest_v5(buf, pos):
             item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos)
             f_protocols.append(item)
     f_reason = None
-    return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, []), pos
+    return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, ()), pos
 
 def _enc_JoinGroupRequest_v5(out, o):
     v = o.group_id
@@ -430,20 +433,23 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos):
             raise _Short
         f_metadata = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata, unknown), pos
 
 def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6(out, o):
@@ -553,20 +559,23 @@ def _dec_JoinGroupRequest_v6(buf, pos):
             item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos)
             f_protocols.append(item)
     f_reason = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, unknown), pos
 
 def _enc_JoinGroupRequest_v6(out, o):
@@ -726,20 +735,23 @@ def _dec_JoinGroupRequest_v8(buf, pos):
             raise _Short
         f_reason = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, unknown), pos
 
 def _enc_JoinGroupRequest_v8(out, o):
@@ -865,7 +877,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos):
             raise _Short
         f_metadata = bytes(buf[pos:end])
         pos = end
-    return _C_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata, []), pos
+    return _C_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata, ()), pos
 
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v0(out, o):
     v = o.member_id
@@ -934,7 +946,7 @@ def _dec_JoinGroupResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos)
             f_members.append(item)
-    return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, []), pos
+    return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, ()), pos
 
 def _enc_JoinGroupResponse_v0(out, o):
     out += _S2.pack(o.error_code, o.generation_id)
@@ -1020,7 +1032,7 @@ def _dec_JoinGroupResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos)
             f_members.append(item)
-    return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, []), pos
+    return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, ()), pos
 
 def _enc_JoinGroupResponse_v2(out, o):
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
@@ -1089,7 +1101,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
             raise _Short
         f_metadata = bytes(buf[pos:end])
         pos = end
-    return _C_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata, []), pos
+    return _C_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata, ()), pos
 
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v5(out, o):
     v = o.member_id
@@ -1167,7 +1179,7 @@ def _dec_JoinGroupResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos)
             f_members.append(item)
-    return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, []), pos
+    return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, ()), pos
 
 def _enc_JoinGroupResponse_v5(out, o):
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
@@ -1248,20 +1260,23 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
             raise _Short
         f_metadata = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata, unknown), pos
 
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v6(out, o):
@@ -1369,20 +1384,23 @@ def _dec_JoinGroupResponse_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos)
             f_members.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, unknown), pos
 
 def _enc_JoinGroupResponse_v6(out, o):
@@ -1516,20 +1534,23 @@ def _dec_JoinGroupResponse_v7(buf, pos):
         for _ in range(n0):
             item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos)
             f_members.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, unknown), pos
 
 def _enc_JoinGroupResponse_v7(out, o):
@@ -1680,20 +1701,23 @@ def _dec_JoinGroupResponse_v9(buf, pos):
         for _ in range(n0):
             item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos)
             f_members.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, unknown), pos
 
 def _enc_JoinGroupResponse_v9(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['LeaderAndIsrRequest', 'LeaderAndIsrResponse']
 
@@ -58,21 +61,21 @@ class LeaderAndIsrRequest(_rt.Message):
         removing_replicas: list[int] = field(default_factory=list)
         is_new: bool = False
         leader_recovery_state: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderAndIsrTopicState(_rt.StructBase):
         topic_name: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderAndIsrLiveLeader(_rt.StructBase):
         broker_id: int = 0
         host_name: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     controller_id: int = 0
     is_k_raft_controller: bool = False
@@ -82,7 +85,7 @@ class LeaderAndIsrRequest(_rt.Message):
     ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
     topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] = field(default_factory=list)
     live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 _C_LeaderAndIsrRequest_LeaderAndIsrTopicState = LeaderAndIsrRequest.LeaderAndIsrTopicState
@@ -96,18 +99,18 @@ class LeaderAndIsrResponse(_rt.Message):
         topic_name: str = ''
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderAndIsrTopicError(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
     topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError = LeaderAndIsrResponse.LeaderAndIsrPartitionError
 _C_LeaderAndIsrResponse_LeaderAndIsrTopicError = LeaderAndIsrResponse.LeaderAndIsrTopicError
@@ -136,7 +139,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -147,13 +153,16 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_adding_replicas = []
     f_removing_replicas = []
     f_is_new = False
     f_leader_recovery_state = 0
-    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(out, o):
     v = o.topic_name
@@ -167,12 +176,18 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(out, o):
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.leader_recovery_state != 0:
         raise _NonDefault('leader_recovery_state')
 
@@ -194,7 +209,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos):
         pos = end
     f_port, = _S1.unpack_from(buf, pos)
     pos += 4
-    return _C_LeaderAndIsrRequest_LeaderAndIsrLiveLeader(f_broker_id, f_host_name, f_port, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrLiveLeader(f_broker_id, f_host_name, f_port, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(out, o):
     out += _S1.pack(o.broker_id)
@@ -239,7 +254,7 @@ def _dec_LeaderAndIsrRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos)
             f_live_leaders.append(item)
-    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, []), pos
+    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, ()), pos
 
 def _enc_LeaderAndIsrRequest_v0(out, o):
     out += _S1.pack(o.controller_id)
@@ -284,7 +299,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -295,14 +313,17 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_adding_replicas = []
     f_removing_replicas = []
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     f_leader_recovery_state = 0
-    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(out, o):
     v = o.topic_name
@@ -316,12 +337,18 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(out, o):
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S2.pack(o.is_new)
     if o.leader_recovery_state != 0:
         raise _NonDefault('leader_recovery_state')
@@ -358,7 +385,7 @@ def _dec_LeaderAndIsrRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos)
             f_live_leaders.append(item)
-    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, []), pos
+    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, ()), pos
 
 def _enc_LeaderAndIsrRequest_v1(out, o):
     out += _S1.pack(o.controller_id)
@@ -392,7 +419,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -403,26 +433,35 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_adding_replicas = []
     f_removing_replicas = []
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     f_leader_recovery_state = 0
-    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(out, o):
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S2.pack(o.is_new)
     if o.leader_recovery_state != 0:
         raise _NonDefault('leader_recovery_state')
@@ -453,7 +492,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos)
             f_partition_states.append(item)
-    return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(out, o):
     v = o.topic_name
@@ -500,7 +539,7 @@ def _dec_LeaderAndIsrRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos)
             f_live_leaders.append(item)
-    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, []), pos
+    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, ()), pos
 
 def _enc_LeaderAndIsrRequest_v2(out, o):
     out += _S1.pack(o.controller_id)
@@ -534,7 +573,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -545,7 +587,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -554,7 +599,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_adding_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -563,32 +611,47 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_removing_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     f_leader_recovery_state = 0
-    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(out, o):
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.adding_replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.removing_replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S2.pack(o.is_new)
     if o.leader_recovery_state != 0:
         raise _NonDefault('leader_recovery_state')
@@ -619,7 +682,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos)
             f_partition_states.append(item)
-    return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, []), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, ()), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(out, o):
     v = o.topic_name
@@ -666,7 +729,7 @@ def _dec_LeaderAndIsrRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos)
             f_live_leaders.append(item)
-    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, []), pos
+    return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, ()), pos
 
 def _enc_LeaderAndIsrRequest_v3(out, o):
     out += _S1.pack(o.controller_id)
@@ -704,7 +767,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -719,7 +785,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -732,7 +801,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_adding_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -745,25 +817,31 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_removing_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     f_leader_recovery_state = 0
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, unknown), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(out, o):
@@ -774,7 +852,10 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     v = o.replicas
     n0 = len(v)
@@ -782,21 +863,30 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.adding_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.removing_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S2.pack(o.is_new)
     if o.leader_recovery_state != 0:
         raise _NonDefault('leader_recovery_state')
@@ -839,20 +929,23 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos)
             f_partition_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, unknown), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(out, o):
@@ -901,20 +994,23 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos):
         pos = end
     f_port, = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest_LeaderAndIsrLiveLeader(f_broker_id, f_host_name, f_port, unknown), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(out, o):
@@ -974,20 +1070,23 @@ def _dec_LeaderAndIsrRequest_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos)
             f_live_leaders.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, unknown), pos
 
 def _enc_LeaderAndIsrRequest_v4(out, o):
@@ -1056,20 +1155,23 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos)
             f_partition_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, unknown), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(out, o):
@@ -1135,20 +1237,23 @@ def _dec_LeaderAndIsrRequest_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos)
             f_live_leaders.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, unknown), pos
 
 def _enc_LeaderAndIsrRequest_v5(out, o):
@@ -1195,7 +1300,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1210,7 +1318,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -1223,7 +1334,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_adding_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -1236,24 +1350,30 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_removing_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_is_new, f_leader_recovery_state = _S6.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, unknown), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(out, o):
@@ -1264,7 +1384,10 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.partition_epoch)
     v = o.replicas
     n0 = len(v)
@@ -1272,21 +1395,30 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.adding_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.removing_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S6.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
@@ -1329,20 +1461,23 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(buf, pos)
             f_partition_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, unknown), pos
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(out, o):
@@ -1408,20 +1543,23 @@ def _dec_LeaderAndIsrRequest_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos)
             f_live_leaders.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, unknown), pos
 
 def _enc_LeaderAndIsrRequest_v6(out, o):
@@ -1487,20 +1625,23 @@ def _dec_LeaderAndIsrRequest_v7(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos)
             f_live_leaders.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, f_ungrouped_partition_states, f_topic_states, f_live_leaders, unknown), pos
 
 def _enc_LeaderAndIsrRequest_v7(out, o):
@@ -1591,7 +1732,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(buf, pos):
         pos = end
     f_partition_index, f_error_code = _S8.unpack_from(buf, pos)
     pos += 6
-    return _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code, []), pos
+    return _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code, ()), pos
 
 def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(out, o):
     v = o.topic_name
@@ -1619,7 +1760,7 @@ def _dec_LeaderAndIsrResponse_v0(buf, pos):
             item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(buf, pos)
             f_partition_errors.append(item)
     f_topics = []
-    return _C_LeaderAndIsrResponse(f_error_code, f_partition_errors, f_topics, []), pos
+    return _C_LeaderAndIsrResponse(f_error_code, f_partition_errors, f_topics, ()), pos
 
 def _enc_LeaderAndIsrResponse_v0(out, o):
     out += _S9.pack(o.error_code)
@@ -1651,20 +1792,23 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos):
         pos = end
     f_partition_index, f_error_code = _S8.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code, unknown), pos
 
 def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(out, o):
@@ -1704,20 +1848,23 @@ def _dec_LeaderAndIsrResponse_v4(buf, pos):
             item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos)
             f_partition_errors.append(item)
     f_topics = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrResponse(f_error_code, f_partition_errors, f_topics, unknown), pos
 
 def _enc_LeaderAndIsrResponse_v4(out, o):
@@ -1742,20 +1889,23 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(buf, pos):
     f_topic_name = ''
     f_partition_index, f_error_code = _S8.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code, unknown), pos
 
 def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(out, o):
@@ -1785,20 +1935,23 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(buf, pos)
             f_partition_errors.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrResponse_LeaderAndIsrTopicError(f_topic_id, f_partition_errors, unknown), pos
 
 def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(out, o):
@@ -1836,20 +1989,23 @@ def _dec_LeaderAndIsrResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderAndIsrResponse(f_error_code, f_partition_errors, f_topics, unknown), pos
 
 def _enc_LeaderAndIsrResponse_v5(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['LeaderChangeMessage']
 
@@ -41,13 +44,13 @@ class LeaderChangeMessage(_rt.Message):
     class Voter(_rt.StructBase):
         voter_id: int = 0
         voter_directory_id: UUID = _rt.ZERO_UUID
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     version: int = 0
     leader_id: int = 0
     voters: list[LeaderChangeMessage.Voter] = field(default_factory=list)
     granting_voters: list[LeaderChangeMessage.Voter] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_LeaderChangeMessage_Voter = LeaderChangeMessage.Voter
 _C_LeaderChangeMessage = LeaderChangeMessage
@@ -57,20 +60,23 @@ def _dec_LeaderChangeMessage_Voter_v0(buf, pos):
     f_voter_id, = _S0.unpack_from(buf, pos)
     pos += 4
     f_voter_directory_id = _ZERO_UUID
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderChangeMessage_Voter(f_voter_id, f_voter_directory_id, unknown), pos
 
 def _enc_LeaderChangeMessage_Voter_v0(out, o):
@@ -116,20 +122,23 @@ def _dec_LeaderChangeMessage_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderChangeMessage_Voter_v0(buf, pos)
             f_granting_voters.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderChangeMessage(f_version, f_leader_id, f_voters, f_granting_voters, unknown), pos
 
 def _enc_LeaderChangeMessage_v0(out, o):
@@ -160,20 +169,23 @@ def _dec_LeaderChangeMessage_Voter_v1(buf, pos):
     f_voter_id, f_voter_directory_id = _S2.unpack_from(buf, pos)
     pos += 20
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderChangeMessage_Voter(f_voter_id, f_voter_directory_id, unknown), pos
 
 def _enc_LeaderChangeMessage_Voter_v1(out, o):
@@ -217,20 +229,23 @@ def _dec_LeaderChangeMessage_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaderChangeMessage_Voter_v1(buf, pos)
             f_granting_voters.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaderChangeMessage(f_version, f_leader_id, f_voters, f_granting_voters, unknown), pos
 
 def _enc_LeaderChangeMessage_v1(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['LeaveGroupRequest', 'LeaveGroupResponse']
 
@@ -41,12 +44,12 @@ class LeaveGroupRequest(_rt.Message):
         member_id: str = ''
         group_instance_id: str | None = None
         reason: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     member_id: str = ''
     members: list[LeaveGroupRequest.MemberIdentity] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_LeaveGroupRequest_MemberIdentity = LeaveGroupRequest.MemberIdentity
 _C_LeaveGroupRequest = LeaveGroupRequest
@@ -58,12 +61,12 @@ class LeaveGroupResponse(_rt.Message):
         member_id: str = ''
         group_instance_id: str | None = ''
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     members: list[LeaveGroupResponse.MemberResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_LeaveGroupResponse_MemberResponse = LeaveGroupResponse.MemberResponse
 _C_LeaveGroupResponse = LeaveGroupResponse
@@ -95,7 +98,7 @@ def _dec_LeaveGroupRequest_v0(buf, pos):
         f_member_id = str(buf[pos:end], 'utf-8')
         pos = end
     f_members = []
-    return _C_LeaveGroupRequest(f_group_id, f_member_id, f_members, []), pos
+    return _C_LeaveGroupRequest(f_group_id, f_member_id, f_members, ()), pos
 
 def _enc_LeaveGroupRequest_v0(out, o):
     v = o.group_id
@@ -142,7 +145,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
         f_group_instance_id = str(buf[pos:end], 'utf-8')
         pos = end
     f_reason = None
-    return _C_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason, []), pos
+    return _C_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason, ()), pos
 
 def _enc_LeaveGroupRequest_MemberIdentity_v3(out, o):
     v = o.member_id
@@ -189,7 +192,7 @@ def _dec_LeaveGroupRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos)
             f_members.append(item)
-    return _C_LeaveGroupRequest(f_group_id, f_member_id, f_members, []), pos
+    return _C_LeaveGroupRequest(f_group_id, f_member_id, f_members, ()), pos
 
 def _enc_LeaveGroupRequest_v3(out, o):
     v = o.group_id
@@ -242,20 +245,23 @@ def _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
         f_group_instance_id = str(buf[pos:end], 'utf-8')
         pos = end
     f_reason = None
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason, unknown), pos
 
 def _enc_LeaveGroupRequest_MemberIdentity_v4(out, o):
@@ -321,20 +327,23 @@ def _dec_LeaveGroupRequest_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos)
             f_members.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaveGroupRequest(f_group_id, f_member_id, f_members, unknown), pos
 
 def _enc_LeaveGroupRequest_v4(out, o):
@@ -413,20 +422,23 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
             raise _Short
         f_reason = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason, unknown), pos
 
 def _enc_LeaveGroupRequest_MemberIdentity_v5(out, o):
@@ -505,20 +517,23 @@ def _dec_LeaveGroupRequest_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos)
             f_members.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaveGroupRequest(f_group_id, f_member_id, f_members, unknown), pos
 
 def _enc_LeaveGroupRequest_v5(out, o):
@@ -576,7 +591,7 @@ def _dec_LeaveGroupResponse_v0(buf, pos):
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_members = []
-    return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, []), pos
+    return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, ()), pos
 
 def _enc_LeaveGroupResponse_v0(out, o):
     out += _S0.pack(o.error_code)
@@ -588,7 +603,7 @@ def _dec_LeaveGroupResponse_v1(buf, pos):
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_members = []
-    return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, []), pos
+    return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, ()), pos
 
 def _enc_LeaveGroupResponse_v1(out, o):
     out += _S1.pack(o.throttle_time_ms, o.error_code)
@@ -623,7 +638,7 @@ def _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos):
         pos = end
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    return _C_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code, []), pos
+    return _C_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code, ()), pos
 
 def _enc_LeaveGroupResponse_MemberResponse_v3(out, o):
     v = o.member_id
@@ -660,7 +675,7 @@ def _dec_LeaveGroupResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos)
             f_members.append(item)
-    return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, []), pos
+    return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, ()), pos
 
 def _enc_LeaveGroupResponse_v3(out, o):
     out += _S1.pack(o.throttle_time_ms, o.error_code)
@@ -706,20 +721,23 @@ def _dec_LeaveGroupResponse_MemberResponse_v4(buf, pos):
         pos = end
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code, unknown), pos
 
 def _enc_LeaveGroupResponse_MemberResponse_v4(out, o):
@@ -771,20 +789,23 @@ def _dec_LeaveGroupResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_LeaveGroupResponse_MemberResponse_v4(buf, pos)
             f_members.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, unknown), pos
 
 def _enc_LeaveGroupResponse_v4(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListClientMetricsResourcesRequest', 'ListClientMetricsResourcesResponse']
 
@@ -35,7 +38,7 @@ _S0 = _Struct('>ih')
 
 @dataclass(slots=True)
 class ListClientMetricsResourcesRequest(_rt.Message):
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListClientMetricsResourcesRequest = ListClientMetricsResourcesRequest
 
@@ -44,32 +47,35 @@ class ListClientMetricsResourcesResponse(_rt.Message):
     @dataclass(slots=True)
     class ClientMetricsResource(_rt.StructBase):
         name: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListClientMetricsResourcesResponse_ClientMetricsResource = ListClientMetricsResourcesResponse.ClientMetricsResource
 _C_ListClientMetricsResourcesResponse = ListClientMetricsResourcesResponse
 
 def _dec_ListClientMetricsResourcesRequest_v0(buf, pos):
     blen = len(buf)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListClientMetricsResourcesRequest(unknown), pos
 
 def _enc_ListClientMetricsResourcesRequest_v0(out, o):
@@ -111,20 +117,23 @@ def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf, pos):
             raise _Short
         f_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListClientMetricsResourcesResponse_ClientMetricsResource(f_name, unknown), pos
 
 def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(out, o):
@@ -162,20 +171,23 @@ def _dec_ListClientMetricsResourcesResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf, pos)
             f_client_metrics_resources.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListClientMetricsResourcesResponse(f_throttle_time_ms, f_error_code, f_client_metrics_resources, unknown), pos
 
 def _enc_ListClientMetricsResourcesResponse_v0(out, o):

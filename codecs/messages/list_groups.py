@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListGroupsRequest', 'ListGroupsResponse']
 
@@ -38,7 +41,7 @@ _S1 = _Struct('>ih')
 class ListGroupsRequest(_rt.Message):
     states_filter: list[str] = field(default_factory=list)
     types_filter: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListGroupsRequest = ListGroupsRequest
 
@@ -50,12 +53,12 @@ class ListGroupsResponse(_rt.Message):
         protocol_type: str = ''
         group_state: str = ''
         group_type: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     groups: list[ListGroupsResponse.ListedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListGroupsResponse_ListedGroup = ListGroupsResponse.ListedGroup
 _C_ListGroupsResponse = ListGroupsResponse
@@ -64,7 +67,7 @@ def _dec_ListGroupsRequest_v0(buf, pos):
     blen = len(buf)
     f_states_filter = []
     f_types_filter = []
-    return _C_ListGroupsRequest(f_states_filter, f_types_filter, []), pos
+    return _C_ListGroupsRequest(f_states_filter, f_types_filter, ()), pos
 
 def _enc_ListGroupsRequest_v0(out, o):
     if o.states_filter != []:
@@ -76,20 +79,23 @@ def _dec_ListGroupsRequest_v3(buf, pos):
     blen = len(buf)
     f_states_filter = []
     f_types_filter = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsRequest(f_states_filter, f_types_filter, unknown), pos
 
 def _enc_ListGroupsRequest_v3(out, o):
@@ -135,20 +141,23 @@ def _dec_ListGroupsRequest_v4(buf, pos):
                 pos = end
             f_states_filter.append(item)
     f_types_filter = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsRequest(f_states_filter, f_types_filter, unknown), pos
 
 def _enc_ListGroupsRequest_v4(out, o):
@@ -237,20 +246,23 @@ def _dec_ListGroupsRequest_v5(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_types_filter.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsRequest(f_states_filter, f_types_filter, unknown), pos
 
 def _enc_ListGroupsRequest_v5(out, o):
@@ -336,7 +348,7 @@ def _dec_ListGroupsResponse_ListedGroup_v0(buf, pos):
         pos = end
     f_group_state = ''
     f_group_type = ''
-    return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type, []), pos
+    return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type, ()), pos
 
 def _enc_ListGroupsResponse_ListedGroup_v0(out, o):
     v = o.group_id
@@ -370,7 +382,7 @@ def _dec_ListGroupsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v0(buf, pos)
             f_groups.append(item)
-    return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, []), pos
+    return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, ()), pos
 
 def _enc_ListGroupsResponse_v0(out, o):
     out += _S0.pack(o.error_code)
@@ -395,7 +407,7 @@ def _dec_ListGroupsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v0(buf, pos)
             f_groups.append(item)
-    return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, []), pos
+    return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, ()), pos
 
 def _enc_ListGroupsResponse_v1(out, o):
     out += _S1.pack(o.throttle_time_ms, o.error_code)
@@ -441,20 +453,23 @@ def _dec_ListGroupsResponse_ListedGroup_v3(buf, pos):
         pos = end
     f_group_state = ''
     f_group_type = ''
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type, unknown), pos
 
 def _enc_ListGroupsResponse_ListedGroup_v3(out, o):
@@ -502,20 +517,23 @@ def _dec_ListGroupsResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v3(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, unknown), pos
 
 def _enc_ListGroupsResponse_v3(out, o):
@@ -584,20 +602,23 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf, pos):
         f_group_state = str(buf[pos:end], 'utf-8')
         pos = end
     f_group_type = ''
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type, unknown), pos
 
 def _enc_ListGroupsResponse_ListedGroup_v4(out, o):
@@ -655,20 +676,23 @@ def _dec_ListGroupsResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v4(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, unknown), pos
 
 def _enc_ListGroupsResponse_v4(out, o):
@@ -752,20 +776,23 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
             raise _Short
         f_group_type = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type, unknown), pos
 
 def _enc_ListGroupsResponse_ListedGroup_v5(out, o):
@@ -833,20 +860,23 @@ def _dec_ListGroupsResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v5(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, unknown), pos
 
 def _enc_ListGroupsResponse_v5(out, o):

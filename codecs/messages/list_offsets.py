@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
 
@@ -48,19 +51,19 @@ class ListOffsetsRequest(_rt.Message):
         current_leader_epoch: int = -1
         timestamp: int = 0
         max_num_offsets: int = 1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ListOffsetsTopic(_rt.StructBase):
         name: str = ''
         partitions: list[ListOffsetsRequest.ListOffsetsPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     replica_id: int = 0
     isolation_level: int = 0
     topics: list[ListOffsetsRequest.ListOffsetsTopic] = field(default_factory=list)
     timeout_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListOffsetsRequest_ListOffsetsPartition = ListOffsetsRequest.ListOffsetsPartition
 _C_ListOffsetsRequest_ListOffsetsTopic = ListOffsetsRequest.ListOffsetsTopic
@@ -76,17 +79,17 @@ class ListOffsetsResponse(_rt.Message):
         timestamp: int = -1
         offset: int = -1
         leader_epoch: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ListOffsetsTopicResponse(_rt.StructBase):
         name: str = ''
         partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListOffsetsResponse_ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 _C_ListOffsetsResponse_ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -99,7 +102,7 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos):
     f_current_leader_epoch = -1
     f_timestamp, f_max_num_offsets = _S1.unpack_from(buf, pos)
     pos += 12
-    return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, []), pos
+    return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, ()), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v0(out, o):
     out += _S0.pack(o.partition_index)
@@ -130,7 +133,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, []), pos
+    return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, ()), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v0(out, o):
     v = o.name
@@ -163,7 +166,7 @@ def _dec_ListOffsetsRequest_v0(buf, pos):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos)
             f_topics.append(item)
     f_timeout_ms = 0
-    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, []), pos
+    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, ()), pos
 
 def _enc_ListOffsetsRequest_v0(out, o):
     out += _S0.pack(o.replica_id)
@@ -183,7 +186,7 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos):
     f_timestamp, = _S2.unpack_from(buf, pos)
     pos += 8
     f_max_num_offsets = 1
-    return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, []), pos
+    return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, ()), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v1(out, o):
     out += _S0.pack(o.partition_index)
@@ -216,7 +219,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos)
             f_partitions.append(item)
-    return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, []), pos
+    return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, ()), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v1(out, o):
     v = o.name
@@ -249,7 +252,7 @@ def _dec_ListOffsetsRequest_v1(buf, pos):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos)
             f_topics.append(item)
     f_timeout_ms = 0
-    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, []), pos
+    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, ()), pos
 
 def _enc_ListOffsetsRequest_v1(out, o):
     out += _S0.pack(o.replica_id)
@@ -277,7 +280,7 @@ def _dec_ListOffsetsRequest_v2(buf, pos):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos)
             f_topics.append(item)
     f_timeout_ms = 0
-    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, []), pos
+    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, ()), pos
 
 def _enc_ListOffsetsRequest_v2(out, o):
     out += _S3.pack(o.replica_id, o.isolation_level)
@@ -292,7 +295,7 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos):
     f_partition_index, f_current_leader_epoch, f_timestamp = _S4.unpack_from(buf, pos)
     pos += 16
     f_max_num_offsets = 1
-    return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, []), pos
+    return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, ()), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v4(out, o):
     out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
@@ -324,7 +327,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos)
             f_partitions.append(item)
-    return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, []), pos
+    return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, ()), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v4(out, o):
     v = o.name
@@ -356,7 +359,7 @@ def _dec_ListOffsetsRequest_v4(buf, pos):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos)
             f_topics.append(item)
     f_timeout_ms = 0
-    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, []), pos
+    return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, ()), pos
 
 def _enc_ListOffsetsRequest_v4(out, o):
     out += _S3.pack(o.replica_id, o.isolation_level)
@@ -371,20 +374,23 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos):
     f_partition_index, f_current_leader_epoch, f_timestamp = _S4.unpack_from(buf, pos)
     pos += 16
     f_max_num_offsets = 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, f_max_num_offsets, unknown), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v6(out, o):
@@ -429,20 +435,23 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, unknown), pos
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v6(out, o):
@@ -489,20 +498,23 @@ def _dec_ListOffsetsRequest_v6(buf, pos):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos)
             f_topics.append(item)
     f_timeout_ms = 0
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, unknown), pos
 
 def _enc_ListOffsetsRequest_v6(out, o):
@@ -541,20 +553,23 @@ def _dec_ListOffsetsRequest_v10(buf, pos):
             f_topics.append(item)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, unknown), pos
 
 def _enc_ListOffsetsRequest_v10(out, o):
@@ -613,19 +628,25 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos):
     else:
         if n0 * 8 > blen - pos:
             raise _Short
-        f_old_style_offsets = list(_unpack_from('>%dq' % n0, buf, pos))
+        if n0 < 64:
+            f_old_style_offsets = list(_ARRAY_q[n0].unpack_from(buf, pos))
+        else:
+            f_old_style_offsets = list(_unpack_from('>%dq' % n0, buf, pos))
         pos += n0 * 8
     f_timestamp = -1
     f_offset = -1
     f_leader_epoch = -1
-    return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, []), pos
+    return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, ()), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(out, o):
     out += _S5.pack(o.partition_index, o.error_code)
     v = o.old_style_offsets
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%dq' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_q[n0].pack(*v)
+    else:
+        out += _pack('>%dq' % n0, *v)
     if o.timestamp != -1:
         raise _NonDefault('timestamp')
     if o.offset != -1:
@@ -658,7 +679,7 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos)
             f_partitions.append(item)
-    return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, []), pos
+    return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, ()), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(out, o):
     v = o.name
@@ -688,7 +709,7 @@ def _dec_ListOffsetsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos)
             f_topics.append(item)
-    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_ListOffsetsResponse_v0(out, o):
     v = o.topics
@@ -705,7 +726,7 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos):
     f_timestamp, f_offset = _S6.unpack_from(buf, pos)
     pos += 16
     f_leader_epoch = -1
-    return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, []), pos
+    return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, ()), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(out, o):
     out += _S5.pack(o.partition_index, o.error_code)
@@ -740,7 +761,7 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos)
             f_partitions.append(item)
-    return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, []), pos
+    return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, ()), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1(out, o):
     v = o.name
@@ -770,7 +791,7 @@ def _dec_ListOffsetsResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos)
             f_topics.append(item)
-    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_ListOffsetsResponse_v1(out, o):
     v = o.topics
@@ -794,7 +815,7 @@ def _dec_ListOffsetsResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos)
             f_topics.append(item)
-    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_ListOffsetsResponse_v2(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -811,7 +832,7 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos):
     f_old_style_offsets = []
     f_timestamp, f_offset, f_leader_epoch = _S7.unpack_from(buf, pos)
     pos += 20
-    return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, []), pos
+    return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, ()), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(out, o):
     out += _S5.pack(o.partition_index, o.error_code)
@@ -844,7 +865,7 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos)
             f_partitions.append(item)
-    return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, []), pos
+    return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, ()), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4(out, o):
     v = o.name
@@ -875,7 +896,7 @@ def _dec_ListOffsetsResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos)
             f_topics.append(item)
-    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_ListOffsetsResponse_v4(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -892,20 +913,23 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos):
     f_old_style_offsets = []
     f_timestamp, f_offset, f_leader_epoch = _S7.unpack_from(buf, pos)
     pos += 20
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, f_timestamp, f_offset, f_leader_epoch, unknown), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, o):
@@ -951,20 +975,23 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, unknown), pos
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6(out, o):
@@ -1010,20 +1037,23 @@ def _dec_ListOffsetsResponse_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListOffsetsResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_ListOffsetsResponse_v6(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
 
@@ -40,11 +43,11 @@ class ListPartitionReassignmentsRequest(_rt.Message):
     class ListPartitionReassignmentsTopics(_rt.StructBase):
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     timeout_ms: int = 60000
     topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
 _C_ListPartitionReassignmentsRequest = ListPartitionReassignmentsRequest
@@ -57,19 +60,19 @@ class ListPartitionReassignmentsResponse(_rt.Message):
         replicas: list[int] = field(default_factory=list)
         adding_replicas: list[int] = field(default_factory=list)
         removing_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OngoingTopicReassignment(_rt.StructBase):
         name: str = ''
         partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
     topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListPartitionReassignmentsResponse_OngoingPartitionReassignment = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
 _C_ListPartitionReassignmentsResponse_OngoingTopicReassignment = ListPartitionReassignmentsResponse.OngoingTopicReassignment
@@ -104,22 +107,28 @@ def _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(b
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(f_name, f_partition_indexes, unknown), pos
 
 def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(out, o):
@@ -139,7 +148,10 @@ def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(o
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -164,20 +176,23 @@ def _dec_ListPartitionReassignmentsRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListPartitionReassignmentsRequest(f_timeout_ms, f_topics, unknown), pos
 
 def _enc_ListPartitionReassignmentsRequest_v0(out, o):
@@ -234,7 +249,10 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf,
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -247,7 +265,10 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf,
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_adding_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_adding_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -260,22 +281,28 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf,
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_removing_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_removing_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas, unknown), pos
 
 def _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o):
@@ -286,21 +313,30 @@ def _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out,
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.adding_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.removing_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -339,20 +375,23 @@ def _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos
         for _ in range(n0):
             item, pos = _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListPartitionReassignmentsResponse_OngoingTopicReassignment(f_name, f_partitions, unknown), pos
 
 def _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(out, o):
@@ -414,20 +453,23 @@ def _dec_ListPartitionReassignmentsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics, unknown), pos
 
 def _enc_ListPartitionReassignmentsResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListTransactionsRequest', 'ListTransactionsResponse']
 
@@ -39,7 +42,7 @@ class ListTransactionsRequest(_rt.Message):
     state_filters: list[str] = field(default_factory=list)
     producer_id_filters: list[int] = field(default_factory=list)
     duration_filter: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListTransactionsRequest = ListTransactionsRequest
 
@@ -50,13 +53,13 @@ class ListTransactionsResponse(_rt.Message):
         transactional_id: str = ''
         producer_id: int = 0
         transaction_state: str = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     unknown_state_filters: list[str] = field(default_factory=list)
     transaction_states: list[ListTransactionsResponse.TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ListTransactionsResponse_TransactionState = ListTransactionsResponse.TransactionState
 _C_ListTransactionsResponse = ListTransactionsResponse
@@ -104,23 +107,29 @@ def _dec_ListTransactionsRequest_v0(buf, pos):
     else:
         if n0 * 8 > blen - pos:
             raise _Short
-        f_producer_id_filters = list(_unpack_from('>%dq' % n0, buf, pos))
+        if n0 < 64:
+            f_producer_id_filters = list(_ARRAY_q[n0].unpack_from(buf, pos))
+        else:
+            f_producer_id_filters = list(_unpack_from('>%dq' % n0, buf, pos))
         pos += n0 * 8
     f_duration_filter = -1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, unknown), pos
 
 def _enc_ListTransactionsRequest_v0(out, o):
@@ -146,7 +155,10 @@ def _enc_ListTransactionsRequest_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%dq' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_q[n0].pack(*v)
+    else:
+        out += _pack('>%dq' % n0, *v)
     if o.duration_filter != -1:
         raise _NonDefault('duration_filter')
     if o.unknown_tagged_fields:
@@ -197,24 +209,30 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
     else:
         if n0 * 8 > blen - pos:
             raise _Short
-        f_producer_id_filters = list(_unpack_from('>%dq' % n0, buf, pos))
+        if n0 < 64:
+            f_producer_id_filters = list(_ARRAY_q[n0].unpack_from(buf, pos))
+        else:
+            f_producer_id_filters = list(_unpack_from('>%dq' % n0, buf, pos))
         pos += n0 * 8
     f_duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, unknown), pos
 
 def _enc_ListTransactionsRequest_v1(out, o):
@@ -240,7 +258,10 @@ def _enc_ListTransactionsRequest_v1(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%dq' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_q[n0].pack(*v)
+    else:
+        out += _pack('>%dq' % n0, *v)
     out += _S0.pack(o.duration_filter)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
@@ -301,20 +322,23 @@ def _dec_ListTransactionsResponse_TransactionState_v0(buf, pos):
             raise _Short
         f_transaction_state = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListTransactionsResponse_TransactionState(f_transactional_id, f_producer_id, f_transaction_state, unknown), pos
 
 def _enc_ListTransactionsResponse_TransactionState_v0(out, o):
@@ -393,20 +417,23 @@ def _dec_ListTransactionsResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ListTransactionsResponse_TransactionState_v0(buf, pos)
             f_transaction_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states, unknown), pos
 
 def _enc_ListTransactionsResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['MetadataRequest', 'MetadataResponse']
 
@@ -46,13 +49,13 @@ class MetadataRequest(_rt.Message):
     class MetadataRequestTopic(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         name: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     topics: list[MetadataRequest.MetadataRequestTopic] | None = field(default_factory=list)
     allow_auto_topic_creation: bool = True
     include_cluster_authorized_operations: bool = False
     include_topic_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_MetadataRequest_MetadataRequestTopic = MetadataRequest.MetadataRequestTopic
 _C_MetadataRequest = MetadataRequest
@@ -65,7 +68,7 @@ class MetadataResponse(_rt.Message):
         host: str = ''
         port: int = 0
         rack: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class MetadataResponsePartition(_rt.StructBase):
@@ -76,7 +79,7 @@ class MetadataResponse(_rt.Message):
         replica_nodes: list[int] = field(default_factory=list)
         isr_nodes: list[int] = field(default_factory=list)
         offline_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class MetadataResponseTopic(_rt.StructBase):
@@ -86,7 +89,7 @@ class MetadataResponse(_rt.Message):
         is_internal: bool = False
         partitions: list[MetadataResponse.MetadataResponsePartition] = field(default_factory=list)
         topic_authorized_operations: int = -2147483648
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     brokers: list[MetadataResponse.MetadataResponseBroker] = field(default_factory=list)
@@ -94,7 +97,7 @@ class MetadataResponse(_rt.Message):
     controller_id: int = -1
     topics: list[MetadataResponse.MetadataResponseTopic] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_MetadataResponse_MetadataResponseBroker = MetadataResponse.MetadataResponseBroker
 _C_MetadataResponse_MetadataResponsePartition = MetadataResponse.MetadataResponsePartition
@@ -116,7 +119,7 @@ def _dec_MetadataRequest_MetadataRequestTopic_v0(buf, pos):
             raise _Short
         f_name = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name, []), pos
+    return _C_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name, ()), pos
 
 def _enc_MetadataRequest_MetadataRequestTopic_v0(out, o):
     v = o.name
@@ -143,7 +146,7 @@ def _dec_MetadataRequest_v0(buf, pos):
     f_allow_auto_topic_creation = True
     f_include_cluster_authorized_operations = False
     f_include_topic_authorized_operations = False
-    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, []), pos
+    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, ()), pos
 
 def _enc_MetadataRequest_v0(out, o):
     v = o.topics
@@ -174,7 +177,7 @@ def _dec_MetadataRequest_v1(buf, pos):
     f_allow_auto_topic_creation = True
     f_include_cluster_authorized_operations = False
     f_include_topic_authorized_operations = False
-    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, []), pos
+    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, ()), pos
 
 def _enc_MetadataRequest_v1(out, o):
     v = o.topics
@@ -209,7 +212,7 @@ def _dec_MetadataRequest_v4(buf, pos):
     pos += 1
     f_include_cluster_authorized_operations = False
     f_include_topic_authorized_operations = False
-    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, []), pos
+    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, ()), pos
 
 def _enc_MetadataRequest_v4(out, o):
     v = o.topics
@@ -241,7 +244,7 @@ def _dec_MetadataRequest_v8(buf, pos):
             f_topics.append(item)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S1.unpack_from(buf, pos)
     pos += 3
-    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, []), pos
+    return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, ()), pos
 
 def _enc_MetadataRequest_v8(out, o):
     v = o.topics
@@ -273,20 +276,23 @@ def _dec_MetadataRequest_MetadataRequestTopic_v9(buf, pos):
             raise _Short
         f_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name, unknown), pos
 
 def _enc_MetadataRequest_MetadataRequestTopic_v9(out, o):
@@ -324,20 +330,23 @@ def _dec_MetadataRequest_v9(buf, pos):
             f_topics.append(item)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S1.unpack_from(buf, pos)
     pos += 3
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, unknown), pos
 
 def _enc_MetadataRequest_v9(out, o):
@@ -379,20 +388,23 @@ def _dec_MetadataRequest_MetadataRequestTopic_v10(buf, pos):
             raise _Short
         f_name = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name, unknown), pos
 
 def _enc_MetadataRequest_MetadataRequestTopic_v10(out, o):
@@ -434,20 +446,23 @@ def _dec_MetadataRequest_v10(buf, pos):
             f_topics.append(item)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S1.unpack_from(buf, pos)
     pos += 3
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, unknown), pos
 
 def _enc_MetadataRequest_v10(out, o):
@@ -490,20 +505,23 @@ def _dec_MetadataRequest_v11(buf, pos):
     f_include_cluster_authorized_operations = False
     f_include_topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, unknown), pos
 
 def _enc_MetadataRequest_v11(out, o):
@@ -569,7 +587,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v0(buf, pos):
     f_port, = _S3.unpack_from(buf, pos)
     pos += 4
     f_rack = None
-    return _C_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack, []), pos
+    return _C_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseBroker_v0(out, o):
     out += _S3.pack(o.node_id)
@@ -594,7 +612,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -603,21 +624,30 @@ def _dec_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_offline_replicas = []
-    return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, []), pos
+    return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, ()), pos
 
 def _enc_MetadataResponse_MetadataResponsePartition_v0(out, o):
     out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
     v = o.replica_nodes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.isr_nodes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
     blen = len(buf)
@@ -649,7 +679,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0(buf, pos)
             f_partitions.append(item)
     f_topic_authorized_operations = -2147483648
-    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, []), pos
+    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v0(out, o):
     out += _S5.pack(o.error_code)
@@ -696,7 +726,7 @@ def _dec_MetadataResponse_v0(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v0(out, o):
     v = o.brokers
@@ -742,7 +772,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v1(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack, []), pos
+    return _C_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseBroker_v1(out, o):
     out += _S3.pack(o.node_id)
@@ -796,7 +826,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v1(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0(buf, pos)
             f_partitions.append(item)
     f_topic_authorized_operations = -2147483648
-    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, []), pos
+    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v1(out, o):
     out += _S5.pack(o.error_code)
@@ -845,7 +875,7 @@ def _dec_MetadataResponse_v1(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v1(out, o):
     v = o.brokers
@@ -902,7 +932,7 @@ def _dec_MetadataResponse_v2(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v2(out, o):
     v = o.brokers
@@ -970,7 +1000,7 @@ def _dec_MetadataResponse_v3(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v3(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -1010,7 +1040,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1019,7 +1052,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1028,24 +1064,36 @@ def _dec_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, []), pos
+    return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, ()), pos
 
 def _enc_MetadataResponse_MetadataResponsePartition_v5(out, o):
     out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
     v = o.replica_nodes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.isr_nodes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
     blen = len(buf)
@@ -1078,7 +1126,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponsePartition_v5(buf, pos)
             f_partitions.append(item)
     f_topic_authorized_operations = -2147483648
-    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, []), pos
+    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v5(out, o):
     out += _S5.pack(o.error_code)
@@ -1139,7 +1187,7 @@ def _dec_MetadataResponse_v5(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v5(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v5(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -1178,7 +1226,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1187,7 +1238,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1196,24 +1250,36 @@ def _dec_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, []), pos
+    return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, ()), pos
 
 def _enc_MetadataResponse_MetadataResponsePartition_v7(out, o):
     out += _S6.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v = o.replica_nodes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.isr_nodes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
     blen = len(buf)
@@ -1246,7 +1312,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7(buf, pos)
             f_partitions.append(item)
     f_topic_authorized_operations = -2147483648
-    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, []), pos
+    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v7(out, o):
     out += _S5.pack(o.error_code)
@@ -1307,7 +1373,7 @@ def _dec_MetadataResponse_v7(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v7(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -1367,7 +1433,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v8(buf, pos):
             f_partitions.append(item)
     f_topic_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, []), pos
+    return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v8(out, o):
     out += _S5.pack(o.error_code)
@@ -1428,7 +1494,7 @@ def _dec_MetadataResponse_v8(buf, pos):
             f_topics.append(item)
     f_cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, []), pos
+    return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, ()), pos
 
 def _enc_MetadataResponse_v8(out, o):
     out += _S3.pack(o.throttle_time_ms)
@@ -1493,20 +1559,23 @@ def _dec_MetadataResponse_MetadataResponseBroker_v9(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack, unknown), pos
 
 def _enc_MetadataResponse_MetadataResponseBroker_v9(out, o):
@@ -1555,7 +1624,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -1568,7 +1640,10 @@ def _dec_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -1581,22 +1656,28 @@ def _dec_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, unknown), pos
 
 def _enc_MetadataResponse_MetadataResponsePartition_v9(out, o):
@@ -1607,21 +1688,30 @@ def _enc_MetadataResponse_MetadataResponsePartition_v9(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.isr_nodes
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -1667,20 +1757,23 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf, pos):
             f_partitions.append(item)
     f_topic_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v9(out, o):
@@ -1764,20 +1857,23 @@ def _dec_MetadataResponse_v9(buf, pos):
             f_topics.append(item)
     f_cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_v9(out, o):
@@ -1858,20 +1954,23 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10(buf, pos):
             f_partitions.append(item)
     f_topic_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v10(out, o):
@@ -1955,20 +2054,23 @@ def _dec_MetadataResponse_v10(buf, pos):
             f_topics.append(item)
     f_cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_v10(out, o):
@@ -2062,20 +2164,23 @@ def _dec_MetadataResponse_v11(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_v11(out, o):
@@ -2157,20 +2262,23 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos):
             f_partitions.append(item)
     f_topic_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_MetadataResponseTopic_v12(out, o):
@@ -2256,20 +2364,23 @@ def _dec_MetadataResponse_v12(buf, pos):
             item, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
             f_topics.append(item)
     f_cluster_authorized_operations = -2147483648
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, unknown), pos
 
 def _enc_MetadataResponse_v12(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['OffsetCommitRequest', 'OffsetCommitResponse']
 
@@ -46,13 +49,13 @@ class OffsetCommitRequest(_rt.Message):
         committed_leader_epoch: int = -1
         commit_timestamp: int = -1
         committed_metadata: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetCommitRequestTopic(_rt.StructBase):
         name: str = ''
         partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     generation_id_or_member_epoch: int = -1
@@ -60,7 +63,7 @@ class OffsetCommitRequest(_rt.Message):
     group_instance_id: str | None = None
     retention_time_ms: int = -1
     topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_OffsetCommitRequest_OffsetCommitRequestPartition = OffsetCommitRequest.OffsetCommitRequestPartition
 _C_OffsetCommitRequest_OffsetCommitRequestTopic = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -72,17 +75,17 @@ class OffsetCommitResponse(_rt.Message):
     class OffsetCommitResponsePartition(_rt.StructBase):
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetCommitResponseTopic(_rt.StructBase):
         name: str = ''
         partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_OffsetCommitResponse_OffsetCommitResponsePartition = OffsetCommitResponse.OffsetCommitResponsePartition
 _C_OffsetCommitResponse_OffsetCommitResponseTopic = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -106,7 +109,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, []), pos
+    return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, ()), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(out, o):
     out += _S0.pack(o.partition_index, o.committed_offset)
@@ -148,7 +151,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, []), pos
+    return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, ()), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(out, o):
     v = o.name
@@ -193,7 +196,7 @@ def _dec_OffsetCommitRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, []), pos
+    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitRequest_v0(out, o):
     v = o.group_id
@@ -230,7 +233,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, []), pos
+    return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, ()), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v1(out, o):
     out += _S0.pack(o.partition_index, o.committed_offset)
@@ -271,7 +274,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, []), pos
+    return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, ()), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(out, o):
     v = o.name
@@ -328,7 +331,7 @@ def _dec_OffsetCommitRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, []), pos
+    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitRequest_v1(out, o):
     v = o.group_id
@@ -396,7 +399,7 @@ def _dec_OffsetCommitRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, []), pos
+    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitRequest_v2(out, o):
     v = o.group_id
@@ -464,7 +467,7 @@ def _dec_OffsetCommitRequest_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, []), pos
+    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitRequest_v5(out, o):
     v = o.group_id
@@ -507,7 +510,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, []), pos
+    return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, ()), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6(out, o):
     out += _S3.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
@@ -549,7 +552,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, []), pos
+    return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, ()), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6(out, o):
     v = o.name
@@ -606,7 +609,7 @@ def _dec_OffsetCommitRequest_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, []), pos
+    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitRequest_v6(out, o):
     v = o.group_id
@@ -684,7 +687,7 @@ def _dec_OffsetCommitRequest_v7(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, []), pos
+    return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitRequest_v7(out, o):
     v = o.group_id
@@ -739,20 +742,23 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_commit_timestamp, f_committed_metadata, unknown), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8(out, o):
@@ -810,20 +816,23 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, unknown), pos
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8(out, o):
@@ -918,20 +927,23 @@ def _dec_OffsetCommitRequest_v8(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, f_retention_time_ms, f_topics, unknown), pos
 
 def _enc_OffsetCommitRequest_v8(out, o):
@@ -1018,7 +1030,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    return _C_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code, []), pos
+    return _C_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code, ()), pos
 
 def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0(out, o):
     out += _S4.pack(o.partition_index, o.error_code)
@@ -1048,7 +1060,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions, []), pos
+    return _C_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions, ()), pos
 
 def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0(out, o):
     v = o.name
@@ -1078,7 +1090,7 @@ def _dec_OffsetCommitResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_OffsetCommitResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitResponse_v0(out, o):
     v = o.topics
@@ -1102,7 +1114,7 @@ def _dec_OffsetCommitResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetCommitResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_OffsetCommitResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_OffsetCommitResponse_v3(out, o):
     out += _S2.pack(o.throttle_time_ms)
@@ -1116,20 +1128,23 @@ def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code, unknown), pos
 
 def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, o):
@@ -1172,20 +1187,23 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions, unknown), pos
 
 def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8(out, o):
@@ -1231,20 +1249,23 @@ def _dec_OffsetCommitResponse_v8(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetCommitResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_OffsetCommitResponse_v8(out, o):

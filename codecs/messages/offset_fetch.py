@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['OffsetFetchRequest', 'OffsetFetchResponse']
 
@@ -43,13 +46,13 @@ class OffsetFetchRequest(_rt.Message):
     class OffsetFetchRequestTopic(_rt.StructBase):
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetFetchRequestTopics(_rt.StructBase):
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetFetchRequestGroup(_rt.StructBase):
@@ -57,13 +60,13 @@ class OffsetFetchRequest(_rt.Message):
         member_id: str | None = None
         member_epoch: int = -1
         topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = field(default_factory=list)
     groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = field(default_factory=list)
     require_stable: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_OffsetFetchRequest_OffsetFetchRequestTopic = OffsetFetchRequest.OffsetFetchRequestTopic
 _C_OffsetFetchRequest_OffsetFetchRequestTopics = OffsetFetchRequest.OffsetFetchRequestTopics
@@ -79,13 +82,13 @@ class OffsetFetchResponse(_rt.Message):
         committed_leader_epoch: int = -1
         metadata: str | None = ''
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetFetchResponseTopic(_rt.StructBase):
         name: str = ''
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetFetchResponsePartitions(_rt.StructBase):
@@ -94,26 +97,26 @@ class OffsetFetchResponse(_rt.Message):
         committed_leader_epoch: int = -1
         metadata: str | None = ''
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetFetchResponseTopics(_rt.StructBase):
         name: str = ''
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetFetchResponseGroup(_rt.StructBase):
         group_id: str = ''
         topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = field(default_factory=list)
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = field(default_factory=list)
     error_code: int = 0
     groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_OffsetFetchResponse_OffsetFetchResponsePartition = OffsetFetchResponse.OffsetFetchResponsePartition
 _C_OffsetFetchResponse_OffsetFetchResponseTopic = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -143,9 +146,12 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes, []), pos
+    return _C_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes, ()), pos
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0(out, o):
     v = o.name
@@ -158,7 +164,10 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0(out, o):
     v = o.partition_indexes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_OffsetFetchRequest_v0(buf, pos):
     blen = len(buf)
@@ -187,7 +196,7 @@ def _dec_OffsetFetchRequest_v0(buf, pos):
             f_topics.append(item)
     f_groups = []
     f_require_stable = False
-    return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, []), pos
+    return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, ()), pos
 
 def _enc_OffsetFetchRequest_v0(out, o):
     v = o.group_id
@@ -234,7 +243,7 @@ def _dec_OffsetFetchRequest_v2(buf, pos):
             f_topics.append(item)
     f_groups = []
     f_require_stable = False
-    return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, []), pos
+    return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, ()), pos
 
 def _enc_OffsetFetchRequest_v2(out, o):
     v = o.group_id
@@ -286,22 +295,28 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes, unknown), pos
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, o):
@@ -321,7 +336,10 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -362,20 +380,23 @@ def _dec_OffsetFetchRequest_v6(buf, pos):
             f_topics.append(item)
     f_groups = []
     f_require_stable = False
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, unknown), pos
 
 def _enc_OffsetFetchRequest_v6(out, o):
@@ -445,20 +466,23 @@ def _dec_OffsetFetchRequest_v7(buf, pos):
     f_groups = []
     f_require_stable, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, unknown), pos
 
 def _enc_OffsetFetchRequest_v7(out, o):
@@ -486,6 +510,85 @@ def _enc_OffsetFetchRequest_v7(out, o):
     if o.groups != []:
         raise _NonDefault('groups')
     out += _S0.pack(o.require_stable)
+    if o.unknown_tagged_fields:
+        _write_tags(out, [], o.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
+    blen = len(buf)
+    n0 = buf[pos]
+    if n0 < 0x80:
+        pos += 1
+    else:
+        n0, pos = _uvarint(buf, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise _NotNullable
+    else:
+        if n0 > 0x7FFF:
+            raise _TooLong
+        end = pos + n0
+        if end > blen:
+            raise _Short
+        f_name = str(buf[pos:end], 'utf-8')
+        pos = end
+    n0 = buf[pos]
+    if n0 < 0x80:
+        pos += 1
+    else:
+        n0, pos = _uvarint(buf, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise _NotNullable
+    else:
+        if n0 * 4 > blen - pos:
+            raise _Short
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        pos += n0 * 4
+    unknown = ()
+    ntags = buf[pos]
+    if ntags < 0x80:
+        pos += 1
+    else:
+        ntags, pos = _uvarint(buf, pos)
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
+    return _C_OffsetFetchRequest_OffsetFetchRequestTopics(f_name, f_partition_indexes, unknown), pos
+
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8(out, o):
+    v = o.name
+    b = v.encode()
+    n0 = len(b)
+    if n0 > 0x7FFF:
+        raise _TooLong
+    if n0 < 0x7F:
+        out.append(n0 + 1)
+    else:
+        _write_uvarint(out, n0 + 1)
+    out += b
+    v = o.partition_indexes
+    n0 = len(v)
+    if n0 < 0x7F:
+        out.append(n0 + 1)
+    else:
+        _write_uvarint(out, n0 + 1)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -524,22 +627,25 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos):
             raise _Short
         f_topics = []
         for _ in range(n0):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos)
+            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics, unknown), pos
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(out, o):
@@ -563,7 +669,7 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(out, o):
         else:
             _write_uvarint(out, n0 + 1)
         for i0 in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, i0)
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8(out, i0)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -590,20 +696,23 @@ def _dec_OffsetFetchRequest_v8(buf, pos):
             f_groups.append(item)
     f_require_stable, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, unknown), pos
 
 def _enc_OffsetFetchRequest_v8(out, o):
@@ -674,22 +783,25 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
             raise _Short
         f_topics = []
         for _ in range(n0):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos)
+            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics, unknown), pos
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(out, o):
@@ -727,7 +839,7 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(out, o):
         else:
             _write_uvarint(out, n0 + 1)
         for i0 in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, i0)
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8(out, i0)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -754,20 +866,23 @@ def _dec_OffsetFetchRequest_v9(buf, pos):
             f_groups.append(item)
     f_require_stable, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchRequest(f_group_id, f_topics, f_groups, f_require_stable, unknown), pos
 
 def _enc_OffsetFetchRequest_v9(out, o):
@@ -841,7 +956,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf, pos):
         pos = end
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    return _C_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, []), pos
+    return _C_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, ()), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0(out, o):
     out += _S2.pack(o.partition_index, o.committed_offset)
@@ -882,7 +997,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, []), pos
+    return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, ()), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0(out, o):
     v = o.name
@@ -914,7 +1029,7 @@ def _dec_OffsetFetchResponse_v0(buf, pos):
             f_topics.append(item)
     f_error_code = 0
     f_groups = []
-    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, []), pos
+    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, ()), pos
 
 def _enc_OffsetFetchResponse_v0(out, o):
     v = o.topics
@@ -942,7 +1057,7 @@ def _dec_OffsetFetchResponse_v2(buf, pos):
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     f_groups = []
-    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, []), pos
+    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, ()), pos
 
 def _enc_OffsetFetchResponse_v2(out, o):
     v = o.topics
@@ -972,7 +1087,7 @@ def _dec_OffsetFetchResponse_v3(buf, pos):
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     f_groups = []
-    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, []), pos
+    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, ()), pos
 
 def _enc_OffsetFetchResponse_v3(out, o):
     out += _S1.pack(o.throttle_time_ms)
@@ -1003,7 +1118,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos):
         pos = end
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    return _C_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, []), pos
+    return _C_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, ()), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v5(out, o):
     out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
@@ -1044,7 +1159,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, []), pos
+    return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, ()), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(out, o):
     v = o.name
@@ -1078,7 +1193,7 @@ def _dec_OffsetFetchResponse_v5(buf, pos):
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     f_groups = []
-    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, []), pos
+    return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, ()), pos
 
 def _enc_OffsetFetchResponse_v5(out, o):
     out += _S1.pack(o.throttle_time_ms)
@@ -1113,20 +1228,23 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos):
         pos = end
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, unknown), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6(out, o):
@@ -1183,20 +1301,23 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, unknown), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6(out, o):
@@ -1245,20 +1366,23 @@ def _dec_OffsetFetchResponse_v6(buf, pos):
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     f_groups = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, unknown), pos
 
 def _enc_OffsetFetchResponse_v6(out, o):
@@ -1274,6 +1398,144 @@ def _enc_OffsetFetchResponse_v6(out, o):
     out += _S3.pack(o.error_code)
     if o.groups != []:
         raise _NonDefault('groups')
+    if o.unknown_tagged_fields:
+        _write_tags(out, [], o.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos):
+    blen = len(buf)
+    f_partition_index, f_committed_offset, f_committed_leader_epoch = _S4.unpack_from(buf, pos)
+    pos += 16
+    n0 = buf[pos]
+    if n0 < 0x80:
+        pos += 1
+    else:
+        n0, pos = _uvarint(buf, pos)
+    n0 -= 1
+    if n0 < 0:
+        f_metadata = None
+    else:
+        if n0 > 0x7FFF:
+            raise _TooLong
+        end = pos + n0
+        if end > blen:
+            raise _Short
+        f_metadata = str(buf[pos:end], 'utf-8')
+        pos = end
+    f_error_code, = _S3.unpack_from(buf, pos)
+    pos += 2
+    unknown = ()
+    ntags = buf[pos]
+    if ntags < 0x80:
+        pos += 1
+    else:
+        ntags, pos = _uvarint(buf, pos)
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
+    return _C_OffsetFetchResponse_OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, unknown), pos
+
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(out, o):
+    out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    v = o.metadata
+    if v is None:
+        out.append(0)
+    else:
+        b = v.encode()
+        n0 = len(b)
+        if n0 > 0x7FFF:
+            raise _TooLong
+        if n0 < 0x7F:
+            out.append(n0 + 1)
+        else:
+            _write_uvarint(out, n0 + 1)
+        out += b
+    out += _S3.pack(o.error_code)
+    if o.unknown_tagged_fields:
+        _write_tags(out, [], o.unknown_tagged_fields)
+    else:
+        out.append(0)
+
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
+    blen = len(buf)
+    n0 = buf[pos]
+    if n0 < 0x80:
+        pos += 1
+    else:
+        n0, pos = _uvarint(buf, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise _NotNullable
+    else:
+        if n0 > 0x7FFF:
+            raise _TooLong
+        end = pos + n0
+        if end > blen:
+            raise _Short
+        f_name = str(buf[pos:end], 'utf-8')
+        pos = end
+    n0 = buf[pos]
+    if n0 < 0x80:
+        pos += 1
+    else:
+        n0, pos = _uvarint(buf, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise _NotNullable
+    else:
+        if n0 > blen - pos:
+            raise _Short
+        f_partitions = []
+        for _ in range(n0):
+            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos)
+            f_partitions.append(item)
+    unknown = ()
+    ntags = buf[pos]
+    if ntags < 0x80:
+        pos += 1
+    else:
+        ntags, pos = _uvarint(buf, pos)
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
+    return _C_OffsetFetchResponse_OffsetFetchResponseTopics(f_name, f_partitions, unknown), pos
+
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8(out, o):
+    v = o.name
+    b = v.encode()
+    n0 = len(b)
+    if n0 > 0x7FFF:
+        raise _TooLong
+    if n0 < 0x7F:
+        out.append(n0 + 1)
+    else:
+        _write_uvarint(out, n0 + 1)
+    out += b
+    v = o.partitions
+    n0 = len(v)
+    if n0 < 0x7F:
+        out.append(n0 + 1)
+    else:
+        _write_uvarint(out, n0 + 1)
+    for i0 in v:
+        _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(out, i0)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -1310,24 +1572,27 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos):
             raise _Short
         f_topics = []
         for _ in range(n0):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos)
+            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos)
             f_topics.append(item)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchResponse_OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code, unknown), pos
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8(out, o):
@@ -1348,7 +1613,7 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8(out, o):
     else:
         _write_uvarint(out, n0 + 1)
     for i0 in v:
-        _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6(out, i0)
+        _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8(out, i0)
     out += _S3.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
@@ -1376,20 +1641,23 @@ def _dec_OffsetFetchResponse_v8(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, f_groups, unknown), pos
 
 def _enc_OffsetFetchResponse_v8(out, o):

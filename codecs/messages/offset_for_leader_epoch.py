@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse']
 
@@ -44,17 +47,17 @@ class OffsetForLeaderEpochRequest(_rt.Message):
         partition: int = 0
         current_leader_epoch: int = -1
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetForLeaderTopic(_rt.StructBase):
         topic: str = ''
         partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     replica_id: int = -2
     topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition = OffsetForLeaderEpochRequest.OffsetForLeaderPartition
 _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -68,17 +71,17 @@ class OffsetForLeaderEpochResponse(_rt.Message):
         partition: int = 0
         leader_epoch: int = -1
         end_offset: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class OffsetForLeaderTopicResult(_rt.StructBase):
         topic: str = ''
         partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_OffsetForLeaderEpochResponse_EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -91,7 +94,7 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0(buf, pos):
     f_current_leader_epoch = -1
     f_leader_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch, []), pos
+    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0(out, o):
     out += _S0.pack(o.partition)
@@ -122,7 +125,7 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, []), pos
+    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(out, o):
     v = o.topic
@@ -152,7 +155,7 @@ def _dec_OffsetForLeaderEpochRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, []), pos
+    return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_v0(out, o):
     v = o.topics
@@ -165,7 +168,7 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(buf, pos):
     blen = len(buf)
     f_partition, f_current_leader_epoch, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch, []), pos
+    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(out, o):
     out += _S1.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
@@ -195,7 +198,7 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, []), pos
+    return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(out, o):
     v = o.topic
@@ -225,7 +228,7 @@ def _dec_OffsetForLeaderEpochRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos)
             f_topics.append(item)
-    return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, []), pos
+    return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_v2(out, o):
     v = o.topics
@@ -249,7 +252,7 @@ def _dec_OffsetForLeaderEpochRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos)
             f_topics.append(item)
-    return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, []), pos
+    return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, ()), pos
 
 def _enc_OffsetForLeaderEpochRequest_v3(out, o):
     out += _S0.pack(o.replica_id)
@@ -263,20 +266,23 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos):
     blen = len(buf)
     f_partition, f_current_leader_epoch, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch, unknown), pos
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(out, o):
@@ -319,20 +325,23 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, unknown), pos
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(out, o):
@@ -378,20 +387,23 @@ def _dec_OffsetForLeaderEpochRequest_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetForLeaderEpochRequest(f_replica_id, f_topics, unknown), pos
 
 def _enc_OffsetForLeaderEpochRequest_v4(out, o):
@@ -442,7 +454,7 @@ def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf, pos):
     f_leader_epoch = -1
     f_end_offset, = _S3.unpack_from(buf, pos)
     pos += 8
-    return _C_OffsetForLeaderEpochResponse_EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset, []), pos
+    return _C_OffsetForLeaderEpochResponse_EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v0(out, o):
     out += _S2.pack(o.error_code, o.partition)
@@ -473,7 +485,7 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, []), pos
+    return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(out, o):
     v = o.topic
@@ -503,7 +515,7 @@ def _dec_OffsetForLeaderEpochResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos)
             f_topics.append(item)
-    return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_v0(out, o):
     v = o.topics
@@ -516,7 +528,7 @@ def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1(buf, pos):
     blen = len(buf)
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S4.unpack_from(buf, pos)
     pos += 18
-    return _C_OffsetForLeaderEpochResponse_EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset, []), pos
+    return _C_OffsetForLeaderEpochResponse_EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v1(out, o):
     out += _S4.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
@@ -546,7 +558,7 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1(buf, pos)
             f_partitions.append(item)
-    return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, []), pos
+    return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(out, o):
     v = o.topic
@@ -576,7 +588,7 @@ def _dec_OffsetForLeaderEpochResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(buf, pos)
             f_topics.append(item)
-    return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_v1(out, o):
     v = o.topics
@@ -600,7 +612,7 @@ def _dec_OffsetForLeaderEpochResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(buf, pos)
             f_topics.append(item)
-    return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_OffsetForLeaderEpochResponse_v2(out, o):
     out += _S0.pack(o.throttle_time_ms)
@@ -614,20 +626,23 @@ def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos):
     blen = len(buf)
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S4.unpack_from(buf, pos)
     pos += 18
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetForLeaderEpochResponse_EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset, unknown), pos
 
 def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(out, o):
@@ -670,20 +685,23 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, unknown), pos
 
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(out, o):
@@ -729,20 +747,23 @@ def _dec_OffsetForLeaderEpochResponse_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_OffsetForLeaderEpochResponse_v4(out, o):

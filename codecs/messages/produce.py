@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ProduceRequest', 'ProduceResponse']
 
@@ -44,19 +47,19 @@ class ProduceRequest(_rt.Message):
     class PartitionProduceData(_rt.StructBase):
         index: int = 0
         records: bytes | memoryview | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicProduceData(_rt.StructBase):
         name: str = ''
         partition_data: list[ProduceRequest.PartitionProduceData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     transactional_id: str | None = None
     acks: int = 0
     timeout_ms: int = 0
     topic_data: list[ProduceRequest.TopicProduceData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ProduceRequest_PartitionProduceData = ProduceRequest.PartitionProduceData
 _C_ProduceRequest_TopicProduceData = ProduceRequest.TopicProduceData
@@ -68,13 +71,13 @@ class ProduceResponse(_rt.Message):
     class BatchIndexAndErrorMessage(_rt.StructBase):
         batch_index: int = 0
         batch_index_error_message: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch(_rt.StructBase):
         leader_id: int = -1
         leader_epoch: int = -1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionProduceResponse(_rt.StructBase):
@@ -86,13 +89,13 @@ class ProduceResponse(_rt.Message):
         record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] = field(default_factory=list)
         error_message: str | None = None
         current_leader: ProduceResponse.LeaderIdAndEpoch = field(default_factory=lambda: ProduceResponse.LeaderIdAndEpoch())
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicProduceResponse(_rt.StructBase):
         name: str = ''
         partition_responses: list[ProduceResponse.PartitionProduceResponse] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
@@ -100,12 +103,12 @@ class ProduceResponse(_rt.Message):
         host: str = ''
         port: int = 0
         rack: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     responses: list[ProduceResponse.TopicProduceResponse] = field(default_factory=list)
     throttle_time_ms: int = 0
     node_endpoints: list[ProduceResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ProduceResponse_BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 _C_ProduceResponse_LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch
@@ -128,7 +131,7 @@ def _dec_ProduceRequest_PartitionProduceData_v0(buf, pos):
             raise _Short
         f_records = buf[pos:end]
         pos = end
-    return _C_ProduceRequest_PartitionProduceData(f_index, f_records, []), pos
+    return _C_ProduceRequest_PartitionProduceData(f_index, f_records, ()), pos
 
 def _enc_ProduceRequest_PartitionProduceData_v0(out, o):
     out += _S0.pack(o.index)
@@ -165,7 +168,7 @@ def _dec_ProduceRequest_TopicProduceData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceRequest_PartitionProduceData_v0(buf, pos)
             f_partition_data.append(item)
-    return _C_ProduceRequest_TopicProduceData(f_name, f_partition_data, []), pos
+    return _C_ProduceRequest_TopicProduceData(f_name, f_partition_data, ()), pos
 
 def _enc_ProduceRequest_TopicProduceData_v0(out, o):
     v = o.name
@@ -197,7 +200,7 @@ def _dec_ProduceRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceRequest_TopicProduceData_v0(buf, pos)
             f_topic_data.append(item)
-    return _C_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, []), pos
+    return _C_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, ()), pos
 
 def _enc_ProduceRequest_v0(out, o):
     if o.transactional_id != None:
@@ -236,7 +239,7 @@ def _dec_ProduceRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceRequest_TopicProduceData_v0(buf, pos)
             f_topic_data.append(item)
-    return _C_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, []), pos
+    return _C_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, ()), pos
 
 def _enc_ProduceRequest_v3(out, o):
     v = o.transactional_id
@@ -274,20 +277,23 @@ def _dec_ProduceRequest_PartitionProduceData_v9(buf, pos):
             raise _Short
         f_records = buf[pos:end]
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceRequest_PartitionProduceData(f_index, f_records, unknown), pos
 
 def _enc_ProduceRequest_PartitionProduceData_v9(out, o):
@@ -340,20 +346,23 @@ def _dec_ProduceRequest_TopicProduceData_v9(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceRequest_PartitionProduceData_v9(buf, pos)
             f_partition_data.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceRequest_TopicProduceData(f_name, f_partition_data, unknown), pos
 
 def _enc_ProduceRequest_TopicProduceData_v9(out, o):
@@ -415,20 +424,23 @@ def _dec_ProduceRequest_v9(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceRequest_TopicProduceData_v9(buf, pos)
             f_topic_data.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, unknown), pos
 
 def _enc_ProduceRequest_v9(out, o):
@@ -495,7 +507,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v0(buf, pos):
     f_record_errors = []
     f_error_message = None
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
-    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, []), pos
+    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, ()), pos
 
 def _enc_ProduceResponse_PartitionProduceResponse_v0(out, o):
     out += _S2.pack(o.index, o.error_code, o.base_offset)
@@ -527,7 +539,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceResponse_PartitionProduceResponse_v0(buf, pos)
             f_partition_responses.append(item)
-    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, []), pos
+    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, ()), pos
 
 def _enc_ProduceResponse_TopicProduceResponse_v0(out, o):
     v = o.name
@@ -558,7 +570,7 @@ def _dec_ProduceResponse_v0(buf, pos):
             f_responses.append(item)
     f_throttle_time_ms = 0
     f_node_endpoints = []
-    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, []), pos
+    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, ()), pos
 
 def _enc_ProduceResponse_v0(out, o):
     v = o.responses
@@ -585,7 +597,7 @@ def _dec_ProduceResponse_v1(buf, pos):
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
-    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, []), pos
+    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, ()), pos
 
 def _enc_ProduceResponse_v1(out, o):
     v = o.responses
@@ -605,7 +617,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v2(buf, pos):
     f_record_errors = []
     f_error_message = None
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
-    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, []), pos
+    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, ()), pos
 
 def _enc_ProduceResponse_PartitionProduceResponse_v2(out, o):
     out += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
@@ -637,7 +649,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceResponse_PartitionProduceResponse_v2(buf, pos)
             f_partition_responses.append(item)
-    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, []), pos
+    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, ()), pos
 
 def _enc_ProduceResponse_TopicProduceResponse_v2(out, o):
     v = o.name
@@ -669,7 +681,7 @@ def _dec_ProduceResponse_v2(buf, pos):
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
-    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, []), pos
+    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, ()), pos
 
 def _enc_ProduceResponse_v2(out, o):
     v = o.responses
@@ -688,7 +700,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v5(buf, pos):
     f_record_errors = []
     f_error_message = None
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
-    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, []), pos
+    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, ()), pos
 
 def _enc_ProduceResponse_PartitionProduceResponse_v5(out, o):
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
@@ -720,7 +732,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceResponse_PartitionProduceResponse_v5(buf, pos)
             f_partition_responses.append(item)
-    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, []), pos
+    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, ()), pos
 
 def _enc_ProduceResponse_TopicProduceResponse_v5(out, o):
     v = o.name
@@ -752,7 +764,7 @@ def _dec_ProduceResponse_v5(buf, pos):
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
-    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, []), pos
+    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, ()), pos
 
 def _enc_ProduceResponse_v5(out, o):
     v = o.responses
@@ -780,7 +792,7 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos):
             raise _Short
         f_batch_index_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message, []), pos
+    return _C_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message, ()), pos
 
 def _enc_ProduceResponse_BatchIndexAndErrorMessage_v8(out, o):
     out += _S0.pack(o.batch_index)
@@ -823,7 +835,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos):
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
-    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, []), pos
+    return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, ()), pos
 
 def _enc_ProduceResponse_PartitionProduceResponse_v8(out, o):
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
@@ -870,7 +882,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos)
             f_partition_responses.append(item)
-    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, []), pos
+    return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, ()), pos
 
 def _enc_ProduceResponse_TopicProduceResponse_v8(out, o):
     v = o.name
@@ -902,7 +914,7 @@ def _dec_ProduceResponse_v8(buf, pos):
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
-    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, []), pos
+    return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, ()), pos
 
 def _enc_ProduceResponse_v8(out, o):
     v = o.responses
@@ -934,20 +946,23 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos):
             raise _Short
         f_batch_index_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message, unknown), pos
 
 def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9(out, o):
@@ -1006,20 +1021,23 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos):
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, unknown), pos
 
 def _enc_ProduceResponse_PartitionProduceResponse_v9(out, o):
@@ -1085,20 +1103,23 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos)
             f_partition_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, unknown), pos
 
 def _enc_ProduceResponse_TopicProduceResponse_v9(out, o):
@@ -1145,20 +1166,23 @@ def _dec_ProduceResponse_v9(buf, pos):
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, unknown), pos
 
 def _enc_ProduceResponse_v9(out, o):
@@ -1182,20 +1206,23 @@ def _dec_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos):
     blen = len(buf)
     f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_ProduceResponse_LeaderIdAndEpoch_v10(out, o):
@@ -1241,25 +1268,28 @@ def _dec_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_current_leader, pos = _dec_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_current_leader, pos = _dec_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos)
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, unknown), pos
 
 def _enc_ProduceResponse_PartitionProduceResponse_v10(out, o):
@@ -1328,20 +1358,23 @@ def _dec_ProduceResponse_TopicProduceResponse_v10(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ProduceResponse_PartitionProduceResponse_v10(buf, pos)
             f_partition_responses.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, unknown), pos
 
 def _enc_ProduceResponse_TopicProduceResponse_v10(out, o):
@@ -1406,20 +1439,23 @@ def _dec_ProduceResponse_NodeEndpoint_v10(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, unknown), pos
 
 def _enc_ProduceResponse_NodeEndpoint_v10(out, o):
@@ -1473,39 +1509,42 @@ def _dec_ProduceResponse_v10(buf, pos):
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_node_endpoints = []
+                    for _ in range(n0):
+                        item, pos = _dec_ProduceResponse_NodeEndpoint_v10(buf, pos)
+                        f_node_endpoints.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_node_endpoints = []
-                for _ in range(n0):
-                    item, pos = _dec_ProduceResponse_NodeEndpoint_v10(buf, pos)
-                    f_node_endpoints.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints, unknown), pos
 
 def _enc_ProduceResponse_v10(out, o):

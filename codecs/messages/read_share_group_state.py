@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateResponse']
 
@@ -43,17 +46,17 @@ class ReadShareGroupStateRequest(_rt.Message):
     class PartitionData(_rt.StructBase):
         partition: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReadStateData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ReadShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     topics: list[ReadShareGroupStateRequest.ReadStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ReadShareGroupStateRequest_PartitionData = ReadShareGroupStateRequest.PartitionData
 _C_ReadShareGroupStateRequest_ReadStateData = ReadShareGroupStateRequest.ReadStateData
@@ -67,7 +70,7 @@ class ReadShareGroupStateResponse(_rt.Message):
         last_offset: int = 0
         delivery_state: int = 0
         delivery_count: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionResult(_rt.StructBase):
@@ -77,16 +80,16 @@ class ReadShareGroupStateResponse(_rt.Message):
         state_epoch: int = 0
         start_offset: int = 0
         state_batches: list[ReadShareGroupStateResponse.StateBatch] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReadStateResult(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ReadShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     results: list[ReadShareGroupStateResponse.ReadStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ReadShareGroupStateResponse_StateBatch = ReadShareGroupStateResponse.StateBatch
 _C_ReadShareGroupStateResponse_PartitionResult = ReadShareGroupStateResponse.PartitionResult
@@ -97,20 +100,23 @@ def _dec_ReadShareGroupStateRequest_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateRequest_PartitionData(f_partition, f_leader_epoch, unknown), pos
 
 def _enc_ReadShareGroupStateRequest_PartitionData_v0(out, o):
@@ -140,20 +146,23 @@ def _dec_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateRequest_ReadStateData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ReadShareGroupStateRequest_ReadStateData_v0(out, o):
@@ -204,20 +213,23 @@ def _dec_ReadShareGroupStateRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateRequest(f_group_id, f_topics, unknown), pos
 
 def _enc_ReadShareGroupStateRequest_v0(out, o):
@@ -273,20 +285,23 @@ def _dec_ReadShareGroupStateResponse_StateBatch_v0(buf, pos):
     blen = len(buf)
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S2.unpack_from(buf, pos)
     pos += 19
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateResponse_StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count, unknown), pos
 
 def _enc_ReadShareGroupStateResponse_StateBatch_v0(out, o):
@@ -333,20 +348,23 @@ def _dec_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateResponse_StateBatch_v0(buf, pos)
             f_state_batches.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateResponse_PartitionResult(f_partition, f_error_code, f_error_message, f_state_epoch, f_start_offset, f_state_batches, unknown), pos
 
 def _enc_ReadShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -398,20 +416,23 @@ def _dec_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateResponse_ReadStateResult(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ReadShareGroupStateResponse_ReadStateResult_v0(out, o):
@@ -446,20 +467,23 @@ def _dec_ReadShareGroupStateResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateResponse(f_results, unknown), pos
 
 def _enc_ReadShareGroupStateResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse']
 
@@ -42,17 +45,17 @@ class ReadShareGroupStateSummaryRequest(_rt.Message):
     class PartitionData(_rt.StructBase):
         partition: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReadStateSummaryData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ReadShareGroupStateSummaryRequest_PartitionData = ReadShareGroupStateSummaryRequest.PartitionData
 _C_ReadShareGroupStateSummaryRequest_ReadStateSummaryData = ReadShareGroupStateSummaryRequest.ReadStateSummaryData
@@ -67,16 +70,16 @@ class ReadShareGroupStateSummaryResponse(_rt.Message):
         error_message: str | None = None
         state_epoch: int = 0
         start_offset: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ReadStateSummaryResult(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ReadShareGroupStateSummaryResponse_PartitionResult = ReadShareGroupStateSummaryResponse.PartitionResult
 _C_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
@@ -86,20 +89,23 @@ def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateSummaryRequest_PartitionData(f_partition, f_leader_epoch, unknown), pos
 
 def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(out, o):
@@ -129,20 +135,23 @@ def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateSummaryRequest_ReadStateSummaryData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(out, o):
@@ -193,20 +202,23 @@ def _dec_ReadShareGroupStateSummaryRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateSummaryRequest(f_group_id, f_topics, unknown), pos
 
 def _enc_ReadShareGroupStateSummaryRequest_v0(out, o):
@@ -280,20 +292,23 @@ def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos):
         pos = end
     f_state_epoch, f_start_offset = _S3.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateSummaryResponse_PartitionResult(f_partition, f_error_code, f_error_message, f_state_epoch, f_start_offset, unknown), pos
 
 def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(out, o):
@@ -337,20 +352,23 @@ def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(out, o):
@@ -385,20 +403,23 @@ def _dec_ReadShareGroupStateSummaryResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ReadShareGroupStateSummaryResponse(f_results, unknown), pos
 
 def _enc_ReadShareGroupStateSummaryResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['RemoveRaftVoterRequest', 'RemoveRaftVoterResponse']
 
@@ -39,7 +42,7 @@ class RemoveRaftVoterRequest(_rt.Message):
     cluster_id: str | None = ''
     voter_id: int = 0
     voter_directory_id: UUID = _rt.ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_RemoveRaftVoterRequest = RemoveRaftVoterRequest
 
@@ -48,7 +51,7 @@ class RemoveRaftVoterResponse(_rt.Message):
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_RemoveRaftVoterResponse = RemoveRaftVoterResponse
 
@@ -73,20 +76,23 @@ def _dec_RemoveRaftVoterRequest_v0(buf, pos):
     f_voter_id, f_voter_directory_id = _S0.unpack_from(buf, pos)
     pos += 20
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_RemoveRaftVoterRequest(f_cluster_id, f_voter_id, f_voter_directory_id, unknown), pos
 
 def _enc_RemoveRaftVoterRequest_v0(out, o):
@@ -147,20 +153,23 @@ def _dec_RemoveRaftVoterResponse_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_RemoveRaftVoterResponse(f_throttle_time_ms, f_error_code, f_error_message, unknown), pos
 
 def _enc_RemoveRaftVoterResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['RequestHeader']
 
@@ -39,7 +42,7 @@ class RequestHeader(_rt.Message):
     request_api_version: int = 0
     correlation_id: int = 0
     client_id: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_RequestHeader = RequestHeader
 
@@ -48,7 +51,7 @@ def _dec_RequestHeader_v0(buf, pos):
     f_request_api_key, f_request_api_version, f_correlation_id = _S0.unpack_from(buf, pos)
     pos += 8
     f_client_id = ''
-    return _C_RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, []), pos
+    return _C_RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, ()), pos
 
 def _enc_RequestHeader_v0(out, o):
     out += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
@@ -69,7 +72,7 @@ def _dec_RequestHeader_v1(buf, pos):
             raise _Short
         f_client_id = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, []), pos
+    return _C_RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, ()), pos
 
 def _enc_RequestHeader_v1(out, o):
     out += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
@@ -100,20 +103,23 @@ def _dec_RequestHeader_v2(buf, pos):
             raise _Short
         f_client_id = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, unknown), pos
 
 def _enc_RequestHeader_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ResponseHeader']
 
@@ -36,7 +39,7 @@ _S0 = _Struct('>i')
 @dataclass(slots=True)
 class ResponseHeader(_rt.Message):
     correlation_id: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ResponseHeader = ResponseHeader
 
@@ -44,7 +47,7 @@ def _dec_ResponseHeader_v0(buf, pos):
     blen = len(buf)
     f_correlation_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_ResponseHeader(f_correlation_id, []), pos
+    return _C_ResponseHeader(f_correlation_id, ()), pos
 
 def _enc_ResponseHeader_v0(out, o):
     out += _S0.pack(o.correlation_id)
@@ -53,20 +56,23 @@ def _dec_ResponseHeader_v1(buf, pos):
     blen = len(buf)
     f_correlation_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ResponseHeader(f_correlation_id, unknown), pos
 
 def _enc_ResponseHeader_v1(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['SaslAuthenticateRequest', 'SaslAuthenticateResponse']
 
@@ -37,7 +40,7 @@ _S1 = _Struct('>q')
 @dataclass(slots=True)
 class SaslAuthenticateRequest(_rt.Message):
     auth_bytes: bytes = b''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_SaslAuthenticateRequest = SaslAuthenticateRequest
 
@@ -47,7 +50,7 @@ class SaslAuthenticateResponse(_rt.Message):
     error_message: str | None = ''
     auth_bytes: bytes = b''
     session_lifetime_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_SaslAuthenticateResponse = SaslAuthenticateResponse
 
@@ -63,7 +66,7 @@ def _dec_SaslAuthenticateRequest_v0(buf, pos):
             raise _Short
         f_auth_bytes = bytes(buf[pos:end])
         pos = end
-    return _C_SaslAuthenticateRequest(f_auth_bytes, []), pos
+    return _C_SaslAuthenticateRequest(f_auth_bytes, ()), pos
 
 def _enc_SaslAuthenticateRequest_v0(out, o):
     v = o.auth_bytes
@@ -87,20 +90,23 @@ def _dec_SaslAuthenticateRequest_v2(buf, pos):
             raise _Short
         f_auth_bytes = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SaslAuthenticateRequest(f_auth_bytes, unknown), pos
 
 def _enc_SaslAuthenticateRequest_v2(out, o):
@@ -159,7 +165,7 @@ def _dec_SaslAuthenticateResponse_v0(buf, pos):
         f_auth_bytes = bytes(buf[pos:end])
         pos = end
     f_session_lifetime_ms = 0
-    return _C_SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, []), pos
+    return _C_SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, ()), pos
 
 def _enc_SaslAuthenticateResponse_v0(out, o):
     out += _S0.pack(o.error_code)
@@ -206,7 +212,7 @@ def _dec_SaslAuthenticateResponse_v1(buf, pos):
         pos = end
     f_session_lifetime_ms, = _S1.unpack_from(buf, pos)
     pos += 8
-    return _C_SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, []), pos
+    return _C_SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, ()), pos
 
 def _enc_SaslAuthenticateResponse_v1(out, o):
     out += _S0.pack(o.error_code)
@@ -262,20 +268,23 @@ def _dec_SaslAuthenticateResponse_v2(buf, pos):
         pos = end
     f_session_lifetime_ms, = _S1.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, unknown), pos
 
 def _enc_SaslAuthenticateResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']
 
@@ -44,25 +47,25 @@ class ShareAcknowledgeRequest(_rt.Message):
         first_offset: int = 0
         last_offset: int = 0
         acknowledge_types: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AcknowledgePartition(_rt.StructBase):
         partition_index: int = 0
         acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AcknowledgeTopic(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str | None = None
     member_id: str | None = ''
     share_session_epoch: int = 0
     topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareAcknowledgeRequest_AcknowledgementBatch = ShareAcknowledgeRequest.AcknowledgementBatch
 _C_ShareAcknowledgeRequest_AcknowledgePartition = ShareAcknowledgeRequest.AcknowledgePartition
@@ -75,7 +78,7 @@ class ShareAcknowledgeResponse(_rt.Message):
     class LeaderIdAndEpoch(_rt.StructBase):
         leader_id: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -83,13 +86,13 @@ class ShareAcknowledgeResponse(_rt.Message):
         error_code: int = 0
         error_message: str | None = None
         current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch = field(default_factory=lambda: ShareAcknowledgeResponse.LeaderIdAndEpoch())
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ShareAcknowledgeTopicResponse(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ShareAcknowledgeResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
@@ -97,14 +100,14 @@ class ShareAcknowledgeResponse(_rt.Message):
         host: str = ''
         port: int = 0
         rack: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = field(default_factory=list)
     node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareAcknowledgeResponse_LeaderIdAndEpoch = ShareAcknowledgeResponse.LeaderIdAndEpoch
 _C_ShareAcknowledgeResponse_PartitionData = ShareAcknowledgeResponse.PartitionData
@@ -127,22 +130,28 @@ def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos):
     else:
         if n0 * 1 > blen - pos:
             raise _Short
-        f_acknowledge_types = list(_unpack_from('>%db' % n0, buf, pos))
+        if n0 < 64:
+            f_acknowledge_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+        else:
+            f_acknowledge_types = list(_unpack_from('>%db' % n0, buf, pos))
         pos += n0 * 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeRequest_AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types, unknown), pos
 
 def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(out, o):
@@ -153,7 +162,10 @@ def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%db' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_b[n0].pack(*v)
+    else:
+        out += _pack('>%db' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -178,20 +190,23 @@ def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
             f_acknowledgement_batches.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeRequest_AcknowledgePartition(f_partition_index, f_acknowledgement_batches, unknown), pos
 
 def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(out, o):
@@ -229,20 +244,23 @@ def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeRequest_AcknowledgeTopic(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(out, o):
@@ -311,20 +329,23 @@ def _dec_ShareAcknowledgeRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeRequest(f_group_id, f_member_id, f_share_session_epoch, f_topics, unknown), pos
 
 def _enc_ShareAcknowledgeRequest_v0(out, o):
@@ -404,20 +425,23 @@ def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos):
     blen = len(buf)
     f_leader_id, f_leader_epoch = _S3.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(out, o):
@@ -448,20 +472,23 @@ def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos):
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
     f_current_leader, pos = _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_current_leader, unknown), pos
 
 def _enc_ShareAcknowledgeResponse_PartitionData_v0(out, o):
@@ -508,20 +535,23 @@ def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(out, o):
@@ -577,20 +607,23 @@ def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, unknown), pos
 
 def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(out, o):
@@ -674,20 +707,23 @@ def _dec_ShareAcknowledgeResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
             f_node_endpoints.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareAcknowledgeResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, f_node_endpoints, unknown), pos
 
 def _enc_ShareAcknowledgeResponse_v0(out, o):

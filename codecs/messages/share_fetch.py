@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ShareFetchRequest', 'ShareFetchResponse']
 
@@ -47,26 +50,26 @@ class ShareFetchRequest(_rt.Message):
         first_offset: int = 0
         last_offset: int = 0
         acknowledge_types: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class FetchPartition(_rt.StructBase):
         partition_index: int = 0
         partition_max_bytes: int = 0
         acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class FetchTopic(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ShareFetchRequest.FetchPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ForgottenTopic(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str | None = None
     member_id: str | None = ''
@@ -76,7 +79,7 @@ class ShareFetchRequest(_rt.Message):
     max_bytes: int = 2147483647
     topics: list[ShareFetchRequest.FetchTopic] = field(default_factory=list)
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareFetchRequest_AcknowledgementBatch = ShareFetchRequest.AcknowledgementBatch
 _C_ShareFetchRequest_FetchPartition = ShareFetchRequest.FetchPartition
@@ -90,14 +93,14 @@ class ShareFetchResponse(_rt.Message):
     class LeaderIdAndEpoch(_rt.StructBase):
         leader_id: int = 0
         leader_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class AcquiredRecords(_rt.StructBase):
         first_offset: int = 0
         last_offset: int = 0
         delivery_count: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -109,13 +112,13 @@ class ShareFetchResponse(_rt.Message):
         current_leader: ShareFetchResponse.LeaderIdAndEpoch = field(default_factory=lambda: ShareFetchResponse.LeaderIdAndEpoch())
         records: bytes | memoryview | None = None
         acquired_records: list[ShareFetchResponse.AcquiredRecords] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class ShareFetchableTopicResponse(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[ShareFetchResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
@@ -123,14 +126,14 @@ class ShareFetchResponse(_rt.Message):
         host: str = ''
         port: int = 0
         rack: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[ShareFetchResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareFetchResponse_LeaderIdAndEpoch = ShareFetchResponse.LeaderIdAndEpoch
 _C_ShareFetchResponse_AcquiredRecords = ShareFetchResponse.AcquiredRecords
@@ -154,22 +157,28 @@ def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos):
     else:
         if n0 * 1 > blen - pos:
             raise _Short
-        f_acknowledge_types = list(_unpack_from('>%db' % n0, buf, pos))
+        if n0 < 64:
+            f_acknowledge_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+        else:
+            f_acknowledge_types = list(_unpack_from('>%db' % n0, buf, pos))
         pos += n0 * 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchRequest_AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types, unknown), pos
 
 def _enc_ShareFetchRequest_AcknowledgementBatch_v0(out, o):
@@ -180,7 +189,10 @@ def _enc_ShareFetchRequest_AcknowledgementBatch_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%db' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_b[n0].pack(*v)
+    else:
+        out += _pack('>%db' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -205,20 +217,23 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
             f_acknowledgement_batches.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchRequest_FetchPartition(f_partition_index, f_partition_max_bytes, f_acknowledgement_batches, unknown), pos
 
 def _enc_ShareFetchRequest_FetchPartition_v0(out, o):
@@ -256,20 +271,23 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchRequest_FetchTopic(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ShareFetchRequest_FetchTopic_v0(out, o):
@@ -303,22 +321,28 @@ def _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchRequest_ForgottenTopic(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ShareFetchRequest_ForgottenTopic_v0(out, o):
@@ -329,7 +353,10 @@ def _enc_ShareFetchRequest_ForgottenTopic_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -401,20 +428,23 @@ def _dec_ShareFetchRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
             f_forgotten_topics_data.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchRequest(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_topics, f_forgotten_topics_data, unknown), pos
 
 def _enc_ShareFetchRequest_v0(out, o):
@@ -511,20 +541,23 @@ def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos):
     blen = len(buf)
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unknown), pos
 
 def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(out, o):
@@ -538,20 +571,23 @@ def _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos):
     blen = len(buf)
     f_first_offset, f_last_offset, f_delivery_count = _S4.unpack_from(buf, pos)
     pos += 18
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchResponse_AcquiredRecords(f_first_offset, f_last_offset, f_delivery_count, unknown), pos
 
 def _enc_ShareFetchResponse_AcquiredRecords_v0(out, o):
@@ -629,20 +665,23 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
             f_acquired_records.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_acknowledge_error_code, f_acknowledge_error_message, f_current_leader, f_records, f_acquired_records, unknown), pos
 
 def _enc_ShareFetchResponse_PartitionData_v0(out, o):
@@ -721,20 +760,23 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchResponse_ShareFetchableTopicResponse(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(out, o):
@@ -790,20 +832,23 @@ def _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, unknown), pos
 
 def _enc_ShareFetchResponse_NodeEndpoint_v0(out, o):
@@ -887,20 +932,23 @@ def _dec_ShareFetchResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
             f_node_endpoints.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareFetchResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, f_node_endpoints, unknown), pos
 
 def _enc_ShareFetchResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse']
 
@@ -41,7 +44,7 @@ _S4 = _Struct('>ii')
 class ShareGroupDescribeRequest(_rt.Message):
     group_ids: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareGroupDescribeRequest = ShareGroupDescribeRequest
 
@@ -52,12 +55,12 @@ class ShareGroupDescribeResponse(_rt.Message):
         topic_id: UUID = _rt.ZERO_UUID
         topic_name: str = ''
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Assignment(_rt.StructBase):
         topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Member(_rt.StructBase):
@@ -68,7 +71,7 @@ class ShareGroupDescribeResponse(_rt.Message):
         client_host: str = ''
         subscribed_topic_names: list[str] = field(default_factory=list)
         assignment: ShareGroupDescribeResponse.Assignment = field(default_factory=lambda: ShareGroupDescribeResponse.Assignment())
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class DescribedGroup(_rt.StructBase):
@@ -81,11 +84,11 @@ class ShareGroupDescribeResponse(_rt.Message):
         assignor_name: str = ''
         members: list[ShareGroupDescribeResponse.Member] = field(default_factory=list)
         authorized_operations: int = -2147483648
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     groups: list[ShareGroupDescribeResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareGroupDescribeResponse_TopicPartitions = ShareGroupDescribeResponse.TopicPartitions
 _C_ShareGroupDescribeResponse_Assignment = ShareGroupDescribeResponse.Assignment
@@ -127,20 +130,23 @@ def _dec_ShareGroupDescribeRequest_v0(buf, pos):
             f_group_ids.append(item)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupDescribeRequest(f_group_ids, f_include_authorized_operations, unknown), pos
 
 def _enc_ShareGroupDescribeRequest_v0(out, o):
@@ -215,22 +221,28 @@ def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions, unknown), pos
 
 def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(out, o):
@@ -251,7 +263,10 @@ def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -274,20 +289,23 @@ def _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos)
             f_topic_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupDescribeResponse_Assignment(f_topic_partitions, unknown), pos
 
 def _enc_ShareGroupDescribeResponse_Assignment_v0(out, o):
@@ -403,20 +421,23 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
                 pos = end
             f_subscribed_topic_names.append(item)
     f_assignment, pos = _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupDescribeResponse_Member(f_member_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_assignment, unknown), pos
 
 def _enc_ShareGroupDescribeResponse_Member_v0(out, o):
@@ -576,20 +597,23 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
             f_members.append(item)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations, unknown), pos
 
 def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(out, o):
@@ -671,20 +695,23 @@ def _dec_ShareGroupDescribeResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos)
             f_groups.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupDescribeResponse(f_throttle_time_ms, f_groups, unknown), pos
 
 def _enc_ShareGroupDescribeResponse_v0(out, o):

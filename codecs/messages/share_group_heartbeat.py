@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse']
 
@@ -43,7 +46,7 @@ class ShareGroupHeartbeatRequest(_rt.Message):
     member_epoch: int = 0
     rack_id: str | None = None
     subscribed_topic_names: list[str] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareGroupHeartbeatRequest = ShareGroupHeartbeatRequest
 
@@ -53,12 +56,12 @@ class ShareGroupHeartbeatResponse(_rt.Message):
     class TopicPartitions(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Assignment(_rt.StructBase):
         topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -67,7 +70,7 @@ class ShareGroupHeartbeatResponse(_rt.Message):
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: ShareGroupHeartbeatResponse.Assignment | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_ShareGroupHeartbeatResponse_TopicPartitions = ShareGroupHeartbeatResponse.TopicPartitions
 _C_ShareGroupHeartbeatResponse_Assignment = ShareGroupHeartbeatResponse.Assignment
@@ -155,20 +158,23 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
                 item = str(buf[pos:end], 'utf-8')
                 pos = end
             f_subscribed_topic_names.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_rack_id, f_subscribed_topic_names, unknown), pos
 
 def _enc_ShareGroupHeartbeatRequest_v0(out, o):
@@ -266,22 +272,28 @@ def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions, unknown), pos
 
 def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(out, o):
@@ -292,7 +304,10 @@ def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -315,20 +330,23 @@ def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
             f_topic_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupHeartbeatResponse_Assignment(f_topic_partitions, unknown), pos
 
 def _enc_ShareGroupHeartbeatResponse_Assignment_v0(out, o):
@@ -389,20 +407,23 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf, pos):
         f_assignment = None
     else:
         f_assignment, pos = _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_ShareGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment, unknown), pos
 
 def _enc_ShareGroupHeartbeatResponse_v0(out, o):

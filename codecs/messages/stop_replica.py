@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['StopReplicaRequest', 'StopReplicaResponse']
 
@@ -46,26 +49,26 @@ class StopReplicaRequest(_rt.Message):
     class StopReplicaPartitionV0(_rt.StructBase):
         topic_name: str = ''
         partition_index: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class StopReplicaTopicV1(_rt.StructBase):
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class StopReplicaPartitionState(_rt.StructBase):
         partition_index: int = 0
         leader_epoch: int = -1
         delete_partition: bool = False
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class StopReplicaTopicState(_rt.StructBase):
         topic_name: str = ''
         partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     controller_id: int = 0
     is_k_raft_controller: bool = False
@@ -75,7 +78,7 @@ class StopReplicaRequest(_rt.Message):
     ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] = field(default_factory=list)
     topics: list[StopReplicaRequest.StopReplicaTopicV1] = field(default_factory=list)
     topic_states: list[StopReplicaRequest.StopReplicaTopicState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_StopReplicaRequest_StopReplicaPartitionV0 = StopReplicaRequest.StopReplicaPartitionV0
 _C_StopReplicaRequest_StopReplicaTopicV1 = StopReplicaRequest.StopReplicaTopicV1
@@ -90,11 +93,11 @@ class StopReplicaResponse(_rt.Message):
         topic_name: str = ''
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_StopReplicaResponse_StopReplicaPartitionError = StopReplicaResponse.StopReplicaPartitionError
 _C_StopReplicaResponse = StopReplicaResponse
@@ -115,7 +118,7 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos):
         pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    return _C_StopReplicaRequest_StopReplicaPartitionV0(f_topic_name, f_partition_index, []), pos
+    return _C_StopReplicaRequest_StopReplicaPartitionV0(f_topic_name, f_partition_index, ()), pos
 
 def _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(out, o):
     v = o.topic_name
@@ -150,7 +153,7 @@ def _dec_StopReplicaRequest_v0(buf, pos):
             f_ungrouped_partitions.append(item)
     f_topics = []
     f_topic_states = []
-    return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, []), pos
+    return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, ()), pos
 
 def _enc_StopReplicaRequest_v0(out, o):
     out += _S0.pack(o.controller_id)
@@ -189,9 +192,12 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_StopReplicaRequest_StopReplicaTopicV1(f_name, f_partition_indexes, []), pos
+    return _C_StopReplicaRequest_StopReplicaTopicV1(f_name, f_partition_indexes, ()), pos
 
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v1(out, o):
     v = o.name
@@ -204,7 +210,10 @@ def _enc_StopReplicaRequest_StopReplicaTopicV1_v1(out, o):
     v = o.partition_indexes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_StopReplicaRequest_v1(buf, pos):
     blen = len(buf)
@@ -226,7 +235,7 @@ def _dec_StopReplicaRequest_v1(buf, pos):
             item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos)
             f_topics.append(item)
     f_topic_states = []
-    return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, []), pos
+    return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, ()), pos
 
 def _enc_StopReplicaRequest_v1(out, o):
     out += _S0.pack(o.controller_id)
@@ -272,22 +281,28 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaRequest_StopReplicaTopicV1(f_name, f_partition_indexes, unknown), pos
 
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(out, o):
@@ -307,7 +322,10 @@ def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -337,20 +355,23 @@ def _dec_StopReplicaRequest_v2(buf, pos):
             item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos)
             f_topics.append(item)
     f_topic_states = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, unknown), pos
 
 def _enc_StopReplicaRequest_v2(out, o):
@@ -379,20 +400,23 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v3(buf, pos):
     blen = len(buf)
     f_partition_index, f_leader_epoch, f_delete_partition = _S3.unpack_from(buf, pos)
     pos += 9
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaRequest_StopReplicaPartitionState(f_partition_index, f_leader_epoch, f_delete_partition, unknown), pos
 
 def _enc_StopReplicaRequest_StopReplicaPartitionState_v3(out, o):
@@ -435,20 +459,23 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_StopReplicaRequest_StopReplicaPartitionState_v3(buf, pos)
             f_partition_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaRequest_StopReplicaTopicState(f_topic_name, f_partition_states, unknown), pos
 
 def _enc_StopReplicaRequest_StopReplicaTopicState_v3(out, o):
@@ -500,20 +527,23 @@ def _dec_StopReplicaRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos)
             f_topic_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, unknown), pos
 
 def _enc_StopReplicaRequest_v3(out, o):
@@ -562,20 +592,23 @@ def _dec_StopReplicaRequest_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos)
             f_topic_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_delete_partitions, f_ungrouped_partitions, f_topics, f_topic_states, unknown), pos
 
 def _enc_StopReplicaRequest_v4(out, o):
@@ -655,7 +688,7 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v0(buf, pos):
         pos = end
     f_partition_index, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    return _C_StopReplicaResponse_StopReplicaPartitionError(f_topic_name, f_partition_index, f_error_code, []), pos
+    return _C_StopReplicaResponse_StopReplicaPartitionError(f_topic_name, f_partition_index, f_error_code, ()), pos
 
 def _enc_StopReplicaResponse_StopReplicaPartitionError_v0(out, o):
     v = o.topic_name
@@ -682,7 +715,7 @@ def _dec_StopReplicaResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v0(buf, pos)
             f_partition_errors.append(item)
-    return _C_StopReplicaResponse(f_error_code, f_partition_errors, []), pos
+    return _C_StopReplicaResponse(f_error_code, f_partition_errors, ()), pos
 
 def _enc_StopReplicaResponse_v0(out, o):
     out += _S7.pack(o.error_code)
@@ -712,20 +745,23 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v2(buf, pos):
         pos = end
     f_partition_index, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaResponse_StopReplicaPartitionError(f_topic_name, f_partition_index, f_error_code, unknown), pos
 
 def _enc_StopReplicaResponse_StopReplicaPartitionError_v2(out, o):
@@ -764,20 +800,23 @@ def _dec_StopReplicaResponse_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v2(buf, pos)
             f_partition_errors.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_StopReplicaResponse(f_error_code, f_partition_errors, unknown), pos
 
 def _enc_StopReplicaResponse_v2(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['SyncGroupRequest', 'SyncGroupResponse']
 
@@ -41,7 +44,7 @@ class SyncGroupRequest(_rt.Message):
     class SyncGroupRequestAssignment(_rt.StructBase):
         member_id: str = ''
         assignment: bytes = b''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     generation_id: int = 0
@@ -50,7 +53,7 @@ class SyncGroupRequest(_rt.Message):
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_SyncGroupRequest_SyncGroupRequestAssignment = SyncGroupRequest.SyncGroupRequestAssignment
 _C_SyncGroupRequest = SyncGroupRequest
@@ -62,7 +65,7 @@ class SyncGroupResponse(_rt.Message):
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b''
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_SyncGroupResponse = SyncGroupResponse
 
@@ -90,7 +93,7 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos):
             raise _Short
         f_assignment = bytes(buf[pos:end])
         pos = end
-    return _C_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment, []), pos
+    return _C_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment, ()), pos
 
 def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0(out, o):
     v = o.member_id
@@ -147,7 +150,7 @@ def _dec_SyncGroupRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos)
             f_assignments.append(item)
-    return _C_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, []), pos
+    return _C_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, ()), pos
 
 def _enc_SyncGroupRequest_v0(out, o):
     v = o.group_id
@@ -226,7 +229,7 @@ def _dec_SyncGroupRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos)
             f_assignments.append(item)
-    return _C_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, []), pos
+    return _C_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, ()), pos
 
 def _enc_SyncGroupRequest_v3(out, o):
     v = o.group_id
@@ -292,20 +295,23 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos):
             raise _Short
         f_assignment = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment, unknown), pos
 
 def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4(out, o):
@@ -400,20 +406,23 @@ def _dec_SyncGroupRequest_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos)
             f_assignments.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, unknown), pos
 
 def _enc_SyncGroupRequest_v4(out, o):
@@ -563,20 +572,23 @@ def _dec_SyncGroupRequest_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos)
             f_assignments.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, unknown), pos
 
 def _enc_SyncGroupRequest_v5(out, o):
@@ -696,7 +708,7 @@ def _dec_SyncGroupResponse_v0(buf, pos):
             raise _Short
         f_assignment = bytes(buf[pos:end])
         pos = end
-    return _C_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, []), pos
+    return _C_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, ()), pos
 
 def _enc_SyncGroupResponse_v0(out, o):
     out += _S1.pack(o.error_code)
@@ -721,7 +733,7 @@ def _dec_SyncGroupResponse_v1(buf, pos):
             raise _Short
         f_assignment = bytes(buf[pos:end])
         pos = end
-    return _C_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, []), pos
+    return _C_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, ()), pos
 
 def _enc_SyncGroupResponse_v1(out, o):
     out += _S2.pack(o.throttle_time_ms, o.error_code)
@@ -750,20 +762,23 @@ def _dec_SyncGroupResponse_v4(buf, pos):
             raise _Short
         f_assignment = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, unknown), pos
 
 def _enc_SyncGroupResponse_v4(out, o):
@@ -830,20 +845,23 @@ def _dec_SyncGroupResponse_v5(buf, pos):
             raise _Short
         f_assignment = bytes(buf[pos:end])
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, unknown), pos
 
 def _enc_SyncGroupResponse_v5(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitResponse']
 
@@ -46,13 +49,13 @@ class TxnOffsetCommitRequest(_rt.Message):
         committed_offset: int = 0
         committed_leader_epoch: int = -1
         committed_metadata: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TxnOffsetCommitRequestTopic(_rt.StructBase):
         name: str = ''
         partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     transactional_id: str = ''
     group_id: str = ''
@@ -62,7 +65,7 @@ class TxnOffsetCommitRequest(_rt.Message):
     member_id: str = ''
     group_instance_id: str | None = None
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
 _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
@@ -74,17 +77,17 @@ class TxnOffsetCommitResponse(_rt.Message):
     class TxnOffsetCommitResponsePartition(_rt.StructBase):
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TxnOffsetCommitResponseTopic(_rt.StructBase):
         name: str = ''
         partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 _C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -107,7 +110,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, []), pos
+    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, ()), pos
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(out, o):
     out += _S0.pack(o.partition_index, o.committed_offset)
@@ -147,7 +150,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, []), pos
+    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, ()), pos
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(out, o):
     v = o.name
@@ -205,7 +208,7 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, []), pos
+    return _C_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, ()), pos
 
 def _enc_TxnOffsetCommitRequest_v0(out, o):
     v = o.transactional_id
@@ -251,7 +254,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, []), pos
+    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, ()), pos
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(out, o):
     out += _S2.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
@@ -291,7 +294,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos)
             f_partitions.append(item)
-    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, []), pos
+    return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, ()), pos
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(out, o):
     v = o.name
@@ -349,7 +352,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos)
             f_topics.append(item)
-    return _C_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, []), pos
+    return _C_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, ()), pos
 
 def _enc_TxnOffsetCommitRequest_v2(out, o):
     v = o.transactional_id
@@ -399,20 +402,23 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos):
             raise _Short
         f_committed_metadata = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, unknown), pos
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(out, o):
@@ -468,20 +474,23 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, unknown), pos
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(out, o):
@@ -591,20 +600,23 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, unknown), pos
 
 def _enc_TxnOffsetCommitRequest_v3(out, o):
@@ -702,7 +714,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code, []), pos
+    return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code, ()), pos
 
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(out, o):
     out += _S4.pack(o.partition_index, o.error_code)
@@ -732,7 +744,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos)
             f_partitions.append(item)
-    return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions, []), pos
+    return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions, ()), pos
 
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(out, o):
     v = o.name
@@ -763,7 +775,7 @@ def _dec_TxnOffsetCommitResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos)
             f_topics.append(item)
-    return _C_TxnOffsetCommitResponse(f_throttle_time_ms, f_topics, []), pos
+    return _C_TxnOffsetCommitResponse(f_throttle_time_ms, f_topics, ()), pos
 
 def _enc_TxnOffsetCommitResponse_v0(out, o):
     out += _S5.pack(o.throttle_time_ms)
@@ -777,20 +789,23 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code, unknown), pos
 
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, o):
@@ -833,20 +848,23 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions, unknown), pos
 
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(out, o):
@@ -892,20 +910,23 @@ def _dec_TxnOffsetCommitResponse_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_TxnOffsetCommitResponse(f_throttle_time_ms, f_topics, unknown), pos
 
 def _enc_TxnOffsetCommitResponse_v3(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesResponse']
 
@@ -46,12 +49,12 @@ class UpdateFeaturesRequest(_rt.Message):
         max_version_level: int = 0
         allow_downgrade: bool = False
         upgrade_type: int = 1
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     timeout_ms: int = 60000
     feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = field(default_factory=list)
     validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_UpdateFeaturesRequest_FeatureUpdateKey = UpdateFeaturesRequest.FeatureUpdateKey
 _C_UpdateFeaturesRequest = UpdateFeaturesRequest
@@ -63,13 +66,13 @@ class UpdateFeaturesResponse(_rt.Message):
         feature: str = ''
         error_code: int = 0
         error_message: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ''
     results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_UpdateFeaturesResponse_UpdatableFeatureResult = UpdateFeaturesResponse.UpdatableFeatureResult
 _C_UpdateFeaturesResponse = UpdateFeaturesResponse
@@ -95,20 +98,23 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos):
     f_max_version_level, f_allow_downgrade = _S0.unpack_from(buf, pos)
     pos += 3
     f_upgrade_type = 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesRequest_FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade, f_upgrade_type, unknown), pos
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(out, o):
@@ -150,20 +156,23 @@ def _dec_UpdateFeaturesRequest_v0(buf, pos):
             item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos)
             f_feature_updates.append(item)
     f_validate_only = False
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only, unknown), pos
 
 def _enc_UpdateFeaturesRequest_v0(out, o):
@@ -206,20 +215,23 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1(buf, pos):
     f_allow_downgrade = False
     f_upgrade_type, = _S3.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesRequest_FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade, f_upgrade_type, unknown), pos
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1(out, o):
@@ -263,20 +275,23 @@ def _dec_UpdateFeaturesRequest_v1(buf, pos):
             f_feature_updates.append(item)
     f_validate_only, = _S4.unpack_from(buf, pos)
     pos += 1
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only, unknown), pos
 
 def _enc_UpdateFeaturesRequest_v1(out, o):
@@ -355,20 +370,23 @@ def _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesResponse_UpdatableFeatureResult(f_feature, f_error_code, f_error_message, unknown), pos
 
 def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0(out, o):
@@ -436,20 +454,23 @@ def _dec_UpdateFeaturesResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results, unknown), pos
 
 def _enc_UpdateFeaturesResponse_v0(out, o):
@@ -501,20 +522,23 @@ def _dec_UpdateFeaturesResponse_v2(buf, pos):
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
     f_results = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results, unknown), pos
 
 def _enc_UpdateFeaturesResponse_v2(out, o):

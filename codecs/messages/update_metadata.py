@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['UpdateMetadataRequest', 'UpdateMetadataResponse']
 
@@ -52,14 +55,14 @@ class UpdateMetadataRequest(_rt.Message):
         zk_version: int = 0
         replicas: list[int] = field(default_factory=list)
         offline_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class UpdateMetadataTopicState(_rt.StructBase):
         topic_name: str = ''
         topic_id: UUID = _rt.ZERO_UUID
         partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class UpdateMetadataEndpoint(_rt.StructBase):
@@ -67,7 +70,7 @@ class UpdateMetadataRequest(_rt.Message):
         host: str = ''
         listener: str = ''
         security_protocol: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class UpdateMetadataBroker(_rt.StructBase):
@@ -76,7 +79,7 @@ class UpdateMetadataRequest(_rt.Message):
         v0_port: int = 0
         endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint] = field(default_factory=list)
         rack: str | None = ''
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     controller_id: int = 0
     is_k_raft_controller: bool = False
@@ -86,7 +89,7 @@ class UpdateMetadataRequest(_rt.Message):
     ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
     topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = field(default_factory=list)
     live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_UpdateMetadataRequest_UpdateMetadataPartitionState = UpdateMetadataRequest.UpdateMetadataPartitionState
 _C_UpdateMetadataRequest_UpdateMetadataTopicState = UpdateMetadataRequest.UpdateMetadataTopicState
@@ -97,7 +100,7 @@ _C_UpdateMetadataRequest = UpdateMetadataRequest
 @dataclass(slots=True)
 class UpdateMetadataResponse(_rt.Message):
     error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_UpdateMetadataResponse = UpdateMetadataResponse
 
@@ -124,7 +127,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -135,10 +141,13 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_offline_replicas = []
-    return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(out, o):
     v = o.topic_name
@@ -152,12 +161,18 @@ def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(out, o):
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.zk_version)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos):
     blen = len(buf)
@@ -179,7 +194,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos):
     pos += 4
     f_endpoints = []
     f_rack = ''
-    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(out, o):
     out += _S1.pack(o.id)
@@ -224,7 +239,7 @@ def _dec_UpdateMetadataRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos)
             f_live_brokers.append(item)
-    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, []), pos
+    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, ()), pos
 
 def _enc_UpdateMetadataRequest_v0(out, o):
     out += _S1.pack(o.controller_id)
@@ -265,7 +280,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1(buf, pos):
     f_listener = ''
     f_security_protocol, = _S2.unpack_from(buf, pos)
     pos += 2
-    return _C_UpdateMetadataRequest_UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1(out, o):
     out += _S1.pack(o.port)
@@ -296,7 +311,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1(buf, pos)
             f_endpoints.append(item)
     f_rack = ''
-    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(out, o):
     out += _S1.pack(o.id)
@@ -338,7 +353,7 @@ def _dec_UpdateMetadataRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos)
             f_live_brokers.append(item)
-    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, []), pos
+    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, ()), pos
 
 def _enc_UpdateMetadataRequest_v1(out, o):
     out += _S1.pack(o.controller_id)
@@ -389,7 +404,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(out, o):
     out += _S1.pack(o.id)
@@ -441,7 +456,7 @@ def _dec_UpdateMetadataRequest_v2(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos)
             f_live_brokers.append(item)
-    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, []), pos
+    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, ()), pos
 
 def _enc_UpdateMetadataRequest_v2(out, o):
     out += _S1.pack(o.controller_id)
@@ -493,7 +508,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3(buf, pos):
         pos = end
     f_security_protocol, = _S2.unpack_from(buf, pos)
     pos += 2
-    return _C_UpdateMetadataRequest_UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3(out, o):
     out += _S1.pack(o.port)
@@ -542,7 +557,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3(out, o):
     out += _S1.pack(o.id)
@@ -594,7 +609,7 @@ def _dec_UpdateMetadataRequest_v3(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3(buf, pos)
             f_live_brokers.append(item)
-    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, []), pos
+    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, ()), pos
 
 def _enc_UpdateMetadataRequest_v3(out, o):
     out += _S1.pack(o.controller_id)
@@ -639,7 +654,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -650,7 +668,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -659,9 +680,12 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(out, o):
     v = o.topic_name
@@ -675,16 +699,25 @@ def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(out, o):
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.zk_version)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_UpdateMetadataRequest_v4(buf, pos):
     blen = len(buf)
@@ -718,7 +751,7 @@ def _dec_UpdateMetadataRequest_v4(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3(buf, pos)
             f_live_brokers.append(item)
-    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, []), pos
+    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, ()), pos
 
 def _enc_UpdateMetadataRequest_v4(out, o):
     out += _S1.pack(o.controller_id)
@@ -752,7 +785,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -763,7 +799,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -772,25 +811,37 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(out, o):
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.zk_version)
     v = o.replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos):
     blen = len(buf)
@@ -818,7 +869,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos)
             f_partition_states.append(item)
-    return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, f_topic_id, f_partition_states, []), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, f_topic_id, f_partition_states, ()), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(out, o):
     v = o.topic_name
@@ -865,7 +916,7 @@ def _dec_UpdateMetadataRequest_v5(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3(buf, pos)
             f_live_brokers.append(item)
-    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, []), pos
+    return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, ()), pos
 
 def _enc_UpdateMetadataRequest_v5(out, o):
     out += _S1.pack(o.controller_id)
@@ -903,7 +954,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_isr = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_isr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_isr = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -918,7 +972,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
     n0 = buf[pos]
     if n0 < 0x80:
@@ -931,22 +988,28 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, unknown), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(out, o):
@@ -957,7 +1020,10 @@ def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     out += _S1.pack(o.zk_version)
     v = o.replicas
     n0 = len(v)
@@ -965,14 +1031,20 @@ def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     v = o.offline_replicas
     n0 = len(v)
     if n0 < 0x7F:
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -1012,20 +1084,23 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(buf, pos)
             f_partition_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, f_topic_id, f_partition_states, unknown), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(out, o):
@@ -1090,20 +1165,23 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(buf, pos):
         pos = end
     f_security_protocol, = _S2.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest_UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol, unknown), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(out, o):
@@ -1171,20 +1249,23 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6(buf, pos):
             raise _Short
         f_rack = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, f_v0_host, f_v0_port, f_endpoints, f_rack, unknown), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6(out, o):
@@ -1254,20 +1335,23 @@ def _dec_UpdateMetadataRequest_v6(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6(buf, pos)
             f_live_brokers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, unknown), pos
 
 def _enc_UpdateMetadataRequest_v6(out, o):
@@ -1336,20 +1420,23 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(buf, pos)
             f_partition_states.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, f_topic_id, f_partition_states, unknown), pos
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7(out, o):
@@ -1416,20 +1503,23 @@ def _dec_UpdateMetadataRequest_v7(buf, pos):
         for _ in range(n0):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6(buf, pos)
             f_live_brokers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, unknown), pos
 
 def _enc_UpdateMetadataRequest_v7(out, o):
@@ -1500,26 +1590,29 @@ def _dec_UpdateMetadataRequest_v8(buf, pos):
             item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6(buf, pos)
             f_live_brokers.append(item)
     f_type = 0
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_type, = _S6.unpack_from(buf, pos)
-            pos += 1
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_type, = _S6.unpack_from(buf, pos)
+                pos += 1
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, f_ungrouped_partition_states, f_topic_states, f_live_brokers, unknown), pos
 
 def _enc_UpdateMetadataRequest_v8(out, o):
@@ -1607,7 +1700,7 @@ def _dec_UpdateMetadataResponse_v0(buf, pos):
     blen = len(buf)
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    return _C_UpdateMetadataResponse(f_error_code, []), pos
+    return _C_UpdateMetadataResponse(f_error_code, ()), pos
 
 def _enc_UpdateMetadataResponse_v0(out, o):
     out += _S2.pack(o.error_code)
@@ -1616,20 +1709,23 @@ def _dec_UpdateMetadataResponse_v6(buf, pos):
     blen = len(buf)
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateMetadataResponse(f_error_code, unknown), pos
 
 def _enc_UpdateMetadataResponse_v6(out, o):

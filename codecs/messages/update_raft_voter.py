@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterResponse']
 
@@ -45,13 +48,13 @@ class UpdateRaftVoterRequest(_rt.Message):
         name: str = ''
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class KRaftVersionFeature(_rt.StructBase):
         min_supported_version: int = 0
         max_supported_version: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     cluster_id: str | None = ''
     current_leader_epoch: int = 0
@@ -59,7 +62,7 @@ class UpdateRaftVoterRequest(_rt.Message):
     voter_directory_id: UUID = _rt.ZERO_UUID
     listeners: list[UpdateRaftVoterRequest.Listener] = field(default_factory=list)
     k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = field(default_factory=lambda: UpdateRaftVoterRequest.KRaftVersionFeature())
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_UpdateRaftVoterRequest_Listener = UpdateRaftVoterRequest.Listener
 _C_UpdateRaftVoterRequest_KRaftVersionFeature = UpdateRaftVoterRequest.KRaftVersionFeature
@@ -73,12 +76,12 @@ class UpdateRaftVoterResponse(_rt.Message):
         leader_epoch: int = -1
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     throttle_time_ms: int = 0
     error_code: int = 0
     current_leader: UpdateRaftVoterResponse.CurrentLeader = field(default_factory=lambda: UpdateRaftVoterResponse.CurrentLeader())
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_UpdateRaftVoterResponse_CurrentLeader = UpdateRaftVoterResponse.CurrentLeader
 _C_UpdateRaftVoterResponse = UpdateRaftVoterResponse
@@ -119,20 +122,23 @@ def _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos):
         pos = end
     f_port, = _S0.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateRaftVoterRequest_Listener(f_name, f_host, f_port, unknown), pos
 
 def _enc_UpdateRaftVoterRequest_Listener_v0(out, o):
@@ -166,20 +172,23 @@ def _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos):
     blen = len(buf)
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateRaftVoterRequest_KRaftVersionFeature(f_min_supported_version, f_max_supported_version, unknown), pos
 
 def _enc_UpdateRaftVoterRequest_KRaftVersionFeature_v0(out, o):
@@ -226,20 +235,23 @@ def _dec_UpdateRaftVoterRequest_v0(buf, pos):
             item, pos = _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos)
             f_listeners.append(item)
     f_k_raft_version_feature, pos = _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateRaftVoterRequest(f_cluster_id, f_current_leader_epoch, f_voter_id, f_voter_directory_id, f_listeners, f_k_raft_version_feature, unknown), pos
 
 def _enc_UpdateRaftVoterRequest_v0(out, o):
@@ -326,20 +338,23 @@ def _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos):
         pos = end
     f_port, = _S4.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_UpdateRaftVoterResponse_CurrentLeader(f_leader_id, f_leader_epoch, f_host, f_port, unknown), pos
 
 def _enc_UpdateRaftVoterResponse_CurrentLeader_v0(out, o):
@@ -365,25 +380,28 @@ def _dec_UpdateRaftVoterResponse_v0(buf, pos):
     f_throttle_time_ms, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     f_current_leader = _C_UpdateRaftVoterResponse_CurrentLeader()
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            f_current_leader, pos = _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                f_current_leader, pos = _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos)
+                if pos != end:
+                    raise _TagSize
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_UpdateRaftVoterResponse(f_throttle_time_ms, f_error_code, f_current_leader, unknown), pos
 
 def _enc_UpdateRaftVoterResponse_v0(out, o):

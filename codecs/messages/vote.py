@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['VoteRequest', 'VoteResponse']
 
@@ -50,18 +53,18 @@ class VoteRequest(_rt.Message):
         voter_directory_id: UUID = _rt.ZERO_UUID
         last_offset_epoch: int = 0
         last_offset: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[VoteRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     cluster_id: str | None = None
     voter_id: int = -1
     topics: list[VoteRequest.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_VoteRequest_PartitionData = VoteRequest.PartitionData
 _C_VoteRequest_TopicData = VoteRequest.TopicData
@@ -76,25 +79,25 @@ class VoteResponse(_rt.Message):
         leader_id: int = 0
         leader_epoch: int = 0
         vote_granted: bool = False
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class TopicData(_rt.StructBase):
         topic_name: str = ''
         partitions: list[VoteResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class NodeEndpoint(_rt.StructBase):
         node_id: int = 0
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     error_code: int = 0
     topics: list[VoteResponse.TopicData] = field(default_factory=list)
     node_endpoints: list[VoteResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_VoteResponse_PartitionData = VoteResponse.PartitionData
 _C_VoteResponse_TopicData = VoteResponse.TopicData
@@ -109,20 +112,23 @@ def _dec_VoteRequest_PartitionData_v0(buf, pos):
     f_voter_directory_id = _ZERO_UUID
     f_last_offset_epoch, f_last_offset = _S1.unpack_from(buf, pos)
     pos += 12
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteRequest_PartitionData(f_partition_index, f_candidate_epoch, f_candidate_id, f_candidate_directory_id, f_voter_directory_id, f_last_offset_epoch, f_last_offset, unknown), pos
 
 def _enc_VoteRequest_PartitionData_v0(out, o):
@@ -166,20 +172,23 @@ def _dec_VoteRequest_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_VoteRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteRequest_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_VoteRequest_TopicData_v0(out, o):
@@ -240,20 +249,23 @@ def _dec_VoteRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_VoteRequest_TopicData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteRequest(f_cluster_id, f_voter_id, f_topics, unknown), pos
 
 def _enc_VoteRequest_v0(out, o):
@@ -289,20 +301,23 @@ def _dec_VoteRequest_PartitionData_v1(buf, pos):
     pos += 56
     f_candidate_directory_id = _UUID(bytes=f_candidate_directory_id)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteRequest_PartitionData(f_partition_index, f_candidate_epoch, f_candidate_id, f_candidate_directory_id, f_voter_directory_id, f_last_offset_epoch, f_last_offset, unknown), pos
 
 def _enc_VoteRequest_PartitionData_v1(out, o):
@@ -345,20 +360,23 @@ def _dec_VoteRequest_TopicData_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_VoteRequest_PartitionData_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteRequest_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_VoteRequest_TopicData_v1(out, o):
@@ -420,20 +438,23 @@ def _dec_VoteRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_VoteRequest_TopicData_v1(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteRequest(f_cluster_id, f_voter_id, f_topics, unknown), pos
 
 def _enc_VoteRequest_v1(out, o):
@@ -499,20 +520,23 @@ def _dec_VoteResponse_PartitionData_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _S4.unpack_from(buf, pos)
     pos += 15
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted, unknown), pos
 
 def _enc_VoteResponse_PartitionData_v0(out, o):
@@ -555,20 +579,23 @@ def _dec_VoteResponse_TopicData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_VoteResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteResponse_TopicData(f_topic_name, f_partitions, unknown), pos
 
 def _enc_VoteResponse_TopicData_v0(out, o):
@@ -615,20 +642,23 @@ def _dec_VoteResponse_v0(buf, pos):
             item, pos = _dec_VoteResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteResponse(f_error_code, f_topics, f_node_endpoints, unknown), pos
 
 def _enc_VoteResponse_v0(out, o):
@@ -670,20 +700,23 @@ def _dec_VoteResponse_NodeEndpoint_v1(buf, pos):
         pos = end
     f_port, = _S6.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VoteResponse_NodeEndpoint(f_node_id, f_host, f_port, unknown), pos
 
 def _enc_VoteResponse_NodeEndpoint_v1(out, o):
@@ -724,39 +757,42 @@ def _dec_VoteResponse_v1(buf, pos):
             item, pos = _dec_VoteResponse_TopicData_v0(buf, pos)
             f_topics.append(item)
     f_node_endpoints = []
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        if tag == 0:
-            n0 = buf[pos]
-            if n0 < 0x80:
-                pos += 1
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            if tag == 0:
+                n0 = buf[pos]
+                if n0 < 0x80:
+                    pos += 1
+                else:
+                    n0, pos = _uvarint(buf, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise _NotNullable
+                else:
+                    if n0 > blen - pos:
+                        raise _Short
+                    f_node_endpoints = []
+                    for _ in range(n0):
+                        item, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
+                        f_node_endpoints.append(item)
+                if pos != end:
+                    raise _TagSize
             else:
-                n0, pos = _uvarint(buf, pos)
-            n0 -= 1
-            if n0 < 0:
-                raise _NotNullable
-            else:
-                if n0 > blen - pos:
-                    raise _Short
-                f_node_endpoints = []
-                for _ in range(n0):
-                    item, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
-            if pos != end:
-                raise _TagSize
-        else:
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+        unknown = tuple(unknown)
     return _C_VoteResponse(f_error_code, f_topics, f_node_endpoints, unknown), pos
 
 def _enc_VoteResponse_v1(out, o):

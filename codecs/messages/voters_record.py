@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['VotersRecord']
 
@@ -43,13 +46,13 @@ class VotersRecord(_rt.Message):
         name: str = ''
         host: str = ''
         port: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class KRaftVersionFeature(_rt.StructBase):
         min_supported_version: int = 0
         max_supported_version: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class Voter(_rt.StructBase):
@@ -57,11 +60,11 @@ class VotersRecord(_rt.Message):
         voter_directory_id: UUID = _rt.ZERO_UUID
         endpoints: list[VotersRecord.Endpoint] = field(default_factory=list)
         k_raft_version_feature: VotersRecord.KRaftVersionFeature = field(default_factory=lambda: VotersRecord.KRaftVersionFeature())
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     version: int = 0
     voters: list[VotersRecord.Voter] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_VotersRecord_Endpoint = VotersRecord.Endpoint
 _C_VotersRecord_KRaftVersionFeature = VotersRecord.KRaftVersionFeature
@@ -104,20 +107,23 @@ def _dec_VotersRecord_Endpoint_v0(buf, pos):
         pos = end
     f_port, = _S0.unpack_from(buf, pos)
     pos += 2
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VotersRecord_Endpoint(f_name, f_host, f_port, unknown), pos
 
 def _enc_VotersRecord_Endpoint_v0(out, o):
@@ -151,20 +157,23 @@ def _dec_VotersRecord_KRaftVersionFeature_v0(buf, pos):
     blen = len(buf)
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VotersRecord_KRaftVersionFeature(f_min_supported_version, f_max_supported_version, unknown), pos
 
 def _enc_VotersRecord_KRaftVersionFeature_v0(out, o):
@@ -195,20 +204,23 @@ def _dec_VotersRecord_Voter_v0(buf, pos):
             item, pos = _dec_VotersRecord_Endpoint_v0(buf, pos)
             f_endpoints.append(item)
     f_k_raft_version_feature, pos = _dec_VotersRecord_KRaftVersionFeature_v0(buf, pos)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VotersRecord_Voter(f_voter_id, f_voter_directory_id, f_endpoints, f_k_raft_version_feature, unknown), pos
 
 def _enc_VotersRecord_Voter_v0(out, o):
@@ -249,20 +261,23 @@ def _dec_VotersRecord_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_VotersRecord_Voter_v0(buf, pos)
             f_voters.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_VotersRecord(f_version, f_voters, unknown), pos
 
 def _enc_VotersRecord_v0(out, o):

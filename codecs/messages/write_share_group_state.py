@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateResponse']
 
@@ -44,7 +47,7 @@ class WriteShareGroupStateRequest(_rt.Message):
         last_offset: int = 0
         delivery_state: int = 0
         delivery_count: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class PartitionData(_rt.StructBase):
@@ -53,17 +56,17 @@ class WriteShareGroupStateRequest(_rt.Message):
         leader_epoch: int = 0
         start_offset: int = 0
         state_batches: list[WriteShareGroupStateRequest.StateBatch] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class WriteStateData(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[WriteShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     group_id: str = ''
     topics: list[WriteShareGroupStateRequest.WriteStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_WriteShareGroupStateRequest_StateBatch = WriteShareGroupStateRequest.StateBatch
 _C_WriteShareGroupStateRequest_PartitionData = WriteShareGroupStateRequest.PartitionData
@@ -77,16 +80,16 @@ class WriteShareGroupStateResponse(_rt.Message):
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class WriteStateResult(_rt.StructBase):
         topic_id: UUID = _rt.ZERO_UUID
         partitions: list[WriteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     results: list[WriteShareGroupStateResponse.WriteStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_WriteShareGroupStateResponse_PartitionResult = WriteShareGroupStateResponse.PartitionResult
 _C_WriteShareGroupStateResponse_WriteStateResult = WriteShareGroupStateResponse.WriteStateResult
@@ -96,20 +99,23 @@ def _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos):
     blen = len(buf)
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S0.unpack_from(buf, pos)
     pos += 19
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateRequest_StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count, unknown), pos
 
 def _enc_WriteShareGroupStateRequest_StateBatch_v0(out, o):
@@ -138,20 +144,23 @@ def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
             f_state_batches.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateRequest_PartitionData(f_partition, f_state_epoch, f_leader_epoch, f_start_offset, f_state_batches, unknown), pos
 
 def _enc_WriteShareGroupStateRequest_PartitionData_v0(out, o):
@@ -189,20 +198,23 @@ def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateRequest_WriteStateData(f_topic_id, f_partitions, unknown), pos
 
 def _enc_WriteShareGroupStateRequest_WriteStateData_v0(out, o):
@@ -253,20 +265,23 @@ def _dec_WriteShareGroupStateRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateRequest(f_group_id, f_topics, unknown), pos
 
 def _enc_WriteShareGroupStateRequest_v0(out, o):
@@ -347,20 +362,23 @@ def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos):
             raise _Short
         f_error_message = str(buf[pos:end], 'utf-8')
         pos = end
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateResponse_PartitionResult(f_partition, f_error_code, f_error_message, unknown), pos
 
 def _enc_WriteShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -403,20 +421,23 @@ def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateResponse_WriteStateResult(f_topic_id, f_partitions, unknown), pos
 
 def _enc_WriteShareGroupStateResponse_WriteStateResult_v0(out, o):
@@ -451,20 +472,23 @@ def _dec_WriteShareGroupStateResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos)
             f_results.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteShareGroupStateResponse(f_results, unknown), pos
 
 def _enc_WriteShareGroupStateResponse_v0(out, o):

@@ -28,6 +28,9 @@ from .._runtime import (
 )
 
 _UUID = UUID
+_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
+    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
 
@@ -42,7 +45,7 @@ class WriteTxnMarkersRequest(_rt.Message):
     class WritableTxnMarkerTopic(_rt.StructBase):
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class WritableTxnMarker(_rt.StructBase):
@@ -51,10 +54,10 @@ class WriteTxnMarkersRequest(_rt.Message):
         transaction_result: bool = False
         topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = field(default_factory=list)
         coordinator_epoch: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic = WriteTxnMarkersRequest.WritableTxnMarkerTopic
 _C_WriteTxnMarkersRequest_WritableTxnMarker = WriteTxnMarkersRequest.WritableTxnMarker
@@ -66,22 +69,22 @@ class WriteTxnMarkersResponse(_rt.Message):
     class WritableTxnMarkerPartitionResult(_rt.StructBase):
         partition_index: int = 0
         error_code: int = 0
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class WritableTxnMarkerTopicResult(_rt.StructBase):
         name: str = ''
         partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     @dataclass(slots=True)
     class WritableTxnMarkerResult(_rt.StructBase):
         producer_id: int = 0
         topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = field(default_factory=list)
-        unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
     markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 _C_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
 _C_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
@@ -109,9 +112,12 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    return _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes, []), pos
+    return _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes, ()), pos
 
 def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(out, o):
     v = o.name
@@ -124,7 +130,10 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(out, o):
     v = o.partition_indexes
     n0 = len(v)
     out += _I32.pack(n0)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
 
 def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos):
     blen = len(buf)
@@ -143,7 +152,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos):
             f_topics.append(item)
     f_coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    return _C_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, []), pos
+    return _C_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, ()), pos
 
 def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(out, o):
     out += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
@@ -167,7 +176,7 @@ def _dec_WriteTxnMarkersRequest_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos)
             f_markers.append(item)
-    return _C_WriteTxnMarkersRequest(f_markers, []), pos
+    return _C_WriteTxnMarkersRequest(f_markers, ()), pos
 
 def _enc_WriteTxnMarkersRequest_v0(out, o):
     v = o.markers
@@ -205,22 +214,28 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos):
     else:
         if n0 * 4 > blen - pos:
             raise _Short
-        f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+        if n0 < 64:
+            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        else:
+            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
         pos += n0 * 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes, unknown), pos
 
 def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(out, o):
@@ -240,7 +255,10 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += _pack('>%di' % n0, *v)
+    if n0 < 64:
+        out += _ARRAY_i[n0].pack(*v)
+    else:
+        out += _pack('>%di' % n0, *v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:
@@ -267,20 +285,23 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos):
             f_topics.append(item)
     f_coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, unknown), pos
 
 def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(out, o):
@@ -316,20 +337,23 @@ def _dec_WriteTxnMarkersRequest_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos)
             f_markers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersRequest(f_markers, unknown), pos
 
 def _enc_WriteTxnMarkersRequest_v1(out, o):
@@ -377,7 +401,7 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    return _C_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(f_partition_index, f_error_code, []), pos
+    return _C_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(f_partition_index, f_error_code, ()), pos
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(out, o):
     out += _S2.pack(o.partition_index, o.error_code)
@@ -407,7 +431,7 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf, pos)
             f_partitions.append(item)
-    return _C_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(f_name, f_partitions, []), pos
+    return _C_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(f_name, f_partitions, ()), pos
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(out, o):
     v = o.name
@@ -438,7 +462,7 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos)
             f_topics.append(item)
-    return _C_WriteTxnMarkersResponse_WritableTxnMarkerResult(f_producer_id, f_topics, []), pos
+    return _C_WriteTxnMarkersResponse_WritableTxnMarkerResult(f_producer_id, f_topics, ()), pos
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(out, o):
     out += _S3.pack(o.producer_id)
@@ -461,7 +485,7 @@ def _dec_WriteTxnMarkersResponse_v0(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf, pos)
             f_markers.append(item)
-    return _C_WriteTxnMarkersResponse(f_markers, []), pos
+    return _C_WriteTxnMarkersResponse(f_markers, ()), pos
 
 def _enc_WriteTxnMarkersResponse_v0(out, o):
     v = o.markers
@@ -474,20 +498,23 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos):
     blen = len(buf)
     f_partition_index, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(f_partition_index, f_error_code, unknown), pos
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(out, o):
@@ -530,20 +557,23 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos)
             f_partitions.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(f_name, f_partitions, unknown), pos
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(out, o):
@@ -589,20 +619,23 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos)
             f_topics.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerResult(f_producer_id, f_topics, unknown), pos
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(out, o):
@@ -637,20 +670,23 @@ def _dec_WriteTxnMarkersResponse_v1(buf, pos):
         for _ in range(n0):
             item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos)
             f_markers.append(item)
-    unknown = []
+    unknown = ()
     ntags = buf[pos]
     if ntags < 0x80:
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    for _ in range(ntags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
-            raise _Short
-        unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+    if ntags:
+        unknown = []
+        for _ in range(ntags):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            end = pos + size
+            if end > blen:
+                raise _Short
+            unknown.append((tag, bytes(buf[pos:end])))
+            pos = end
+        unknown = tuple(unknown)
     return _C_WriteTxnMarkersResponse(f_markers, unknown), pos
 
 def _enc_WriteTxnMarkersResponse_v1(out, o):

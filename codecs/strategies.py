@@ -1,0 +1,106 @@
+"""Hypothesis strategies for any message at any version, built from the generated schema.
+
+``messages(ProduceRequest, 9)`` draws ProduceRequest values that are valid at version 9: fields the
+version lacks keep their defaults, nullable fields are sometimes None, flexible structs sometimes carry
+unknown tagged fields. ``all_message_versions()`` lists every (class, version) pair the codecs know."""
+
+from __future__ import annotations
+
+from functools import cache
+from uuid import UUID
+
+from hypothesis import strategies as st
+
+from . import messages as _messages
+from ._runtime import FieldSchema
+from .messages._index import MODULE_OF
+
+__all__ = ["message", "request", "response", "all_message_versions", "field_value"]
+
+_INT_BOUNDS = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+def all_message_versions() -> list[tuple[type, int]]:
+    """Every (message class, version) the definitions give, headers and data messages included."""
+    pairs = []
+    for name in sorted(MODULE_OF):
+        cls = _messages.message_class(name)
+        pairs.extend((cls, version) for version in cls._message_.versions)
+    return pairs
+
+
+def _scalar(kind: str, max_size: int) -> st.SearchStrategy:
+    if kind in _INT_BOUNDS:
+        lo, hi = _INT_BOUNDS[kind]
+        return st.integers(lo, hi)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "float64":
+        return st.floats(allow_nan=False)
+    if kind == "uuid":
+        return st.binary(min_size=16, max_size=16).map(lambda b: UUID(bytes=b))
+    if kind == "string":
+        return st.text(max_size=max_size)
+    if kind in ("bytes", "records"):
+        return st.binary(max_size=max_size * 4)
+    raise ValueError(f"no strategy for {kind}")
+
+
+def field_value(f: FieldSchema, version: int, flexible: bool, max_list: int = 3) -> st.SearchStrategy:
+    """Values of one field that are valid at ``version``."""
+    kind = f.element_type
+    if kind[:1].isupper():
+        element = _struct(f.struct, version, flexible, max_list)
+    else:
+        element = _scalar(kind, max_size=12)
+    value = st.lists(element, max_size=max_list) if f.is_array else element
+    if f.nullable(version):
+        value = st.none() | value
+    return value
+
+
+@cache
+def _struct(cls: type, version: int, flexible: bool, max_list: int) -> st.SearchStrategy:
+    kwargs = {}
+    known_tags = set()
+    for f in cls._fields_:
+        if f.tag is not None and f.tagged(version):
+            known_tags.add(f.tag)
+            kwargs[f.attr] = field_value(f, version, flexible, max_list)
+        elif f.present(version) and f.tag is None:
+            kwargs[f.attr] = field_value(f, version, flexible, max_list)
+    if flexible and "unknown_tagged_fields" in cls.__dataclass_fields__:
+        tag = st.integers(0, 300).filter(lambda t: t not in known_tags)
+        kwargs["unknown_tagged_fields"] = st.dictionaries(tag, st.binary(max_size=8), max_size=2).map(
+            lambda d: tuple(sorted(d.items()))
+        )
+    return st.builds(cls, **kwargs)
+
+
+def message(cls: type | str, version: int, *, max_list: int = 3) -> st.SearchStrategy:
+    """Instances of ``cls`` (a class or its spec name) valid at ``version``."""
+    if isinstance(cls, str):
+        cls = _messages.message_class(cls)
+    schema = cls._message_
+    if version not in schema.versions:
+        raise ValueError(f"{schema.name} has no version {version}")
+    return _struct(cls, version, schema.flexible(version), max_list)
+
+
+def request(api_key: int, version: int, **kwargs) -> st.SearchStrategy:
+    from .registry import api_schema
+
+    return message(api_schema(api_key).request, version, **kwargs)
+
+
+def response(api_key: int, version: int, **kwargs) -> st.SearchStrategy:
+    from .registry import api_schema
+
+    return message(api_schema(api_key).response, version, **kwargs)
