@@ -31,6 +31,8 @@ I16 = Struct(">h")
 I32 = Struct(">i")
 # Precompiled formats for arrays of up to 63 fixed-width elements, by struct format character.
 ARRAY_STRUCTS = {c: tuple(Struct(f">{n}{c}") for n in range(64)) for c in "bhHiIqd?"}
+# The same indexed by a compact array's length byte (elements + 1); index 0 (null) is never used.
+COMPACT_ARRAY_STRUCTS = {c: (None, *formats) for c, formats in ARRAY_STRUCTS.items()}
 NULL16 = b"\xff\xff"
 NULL32 = b"\xff\xff\xff\xff"
 _REEXPORTED = (Struct, pack, unpack_from, read_uvarint, write_uvarint, StructError)  # for generated code

@@ -15,7 +15,7 @@ from . import messages as _messages
 from ._runtime import FieldSchema
 from .messages._index import MODULE_OF
 
-__all__ = ["message", "request", "response", "all_message_versions", "field_value"]
+__all__ = ["message", "request", "response", "all_message_versions", "field_value", "sample"]
 
 _INT_BOUNDS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -104,3 +104,50 @@ def response(api_key: int, version: int, **kwargs) -> st.SearchStrategy:
     from .registry import api_schema
 
     return message(api_schema(api_key).response, version, **kwargs)
+
+
+# ---- plain random samples (no Hypothesis engine), for self-checks and benchmarks -------------------
+
+
+def sample(cls: type, version: int, rng, *, max_list: int = 3):
+    """One value of ``cls`` valid at ``version``, drawn from ``rng`` (a ``random.Random``): every field
+    the version carries is filled, so a round trip exercises all of them."""
+    return _sample_struct(cls, version, cls._message_.flexible(version), rng, max_list)
+
+
+def _sample_struct(cls, version, flexible, rng, max_list):
+    kwargs = {}
+    for f in cls._fields_:
+        if (f.tag is not None and f.tagged(version)) or (f.tag is None and f.present(version)):
+            kwargs[f.attr] = _sample_field(f, version, flexible, rng, max_list)
+    return cls(**kwargs)
+
+
+def _sample_field(f: FieldSchema, version, flexible, rng, max_list):
+    if f.nullable(version) and rng.random() < 0.2:
+        return None
+    kind = f.element_type
+
+    def one():
+        if kind[:1].isupper():
+            return _sample_struct(f.struct, version, flexible, rng, max_list)
+        return _sample_scalar(kind, rng)
+
+    if f.is_array:
+        return [one() for _ in range(rng.randint(1, max_list))]
+    return one()
+
+
+def _sample_scalar(kind, rng):
+    if kind in _INT_BOUNDS:
+        lo, hi = _INT_BOUNDS[kind]
+        return rng.choice([lo, hi, 0, 1, -1 if lo < 0 else 2, rng.randint(lo, hi)])
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "float64":
+        return rng.uniform(-1e9, 1e9)
+    if kind == "uuid":
+        return UUID(int=rng.getrandbits(128))
+    if kind == "string":
+        return "".join(rng.choice("abcxyz-_.é€") for _ in range(rng.randint(0, 12)))
+    return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 24)))

@@ -180,9 +180,12 @@ class _ModuleEmitter:
                 for p in tagged:
                     c(f"f_{p.field.attr} = {self.default_expr(message, p.field)}")
                 c("unknown = ()")
-                self.read_uvarint("ntags")
-                c("if ntags:")
+                c("if buf[pos] == 0:  # no tagged fields: the common case")
+                with c.indent():
+                    c("pos += 1")
+                c("else:")
                 c.depth += 1
+                c("ntags, pos = _uvarint(buf, pos)")
                 c("unknown = []")
                 c("for _ in range(ntags):")
                 with c.indent():
@@ -264,6 +267,34 @@ class _ModuleEmitter:
                 c("raise _NotNullable")
         c("else:")
 
+    def _decode_variable(self, p: FieldPlan, var: str, kind: str, n: str, depth: int) -> None:
+        c = self.code
+        self.read_length(n, p.compact, wide=kind != "string")
+        nullable_here = depth == 0
+        if nullable_here:
+            self.decode_null_branch(p, var, n)
+        else:
+            c(f"if {n} < 0:")
+            with c.indent():
+                c("raise _NotNullable")
+            c("else:")
+        with c.indent():
+            if kind == "string":
+                c(f"if {n} > 0x7FFF:")
+                with c.indent():
+                    c("raise _TooLong")
+            c(f"end = pos + {n}")
+            c("if end > blen:")
+            with c.indent():
+                c("raise _Short")
+            if kind == "string":
+                c(f"{var} = str(buf[pos:end], 'utf-8')")
+            elif kind == "bytes":
+                c(f"{var} = bytes(buf[pos:end])")
+            else:
+                c(f"{var} = buf[pos:end]")
+            c("pos = end")
+
     def decode_value(self, message: MessageSpec, p: FieldPlan, var: str, ftype, depth: int = 0) -> None:
         c = self.code
         kind = ftype.kind
@@ -277,31 +308,22 @@ class _ModuleEmitter:
             return
         n = f"n{depth}"
         if kind in ("string", "bytes", "records"):
-            self.read_length(n, p.compact, wide=kind != "string")
-            nullable_here = depth == 0
-            if nullable_here:
-                self.decode_null_branch(p, var, n)
-            else:
-                c(f"if {n} < 0:")
+            fast = p.compact and kind == "string"
+            if fast:  # a short non-null compact string: one length byte
+                c(f"{n} = buf[pos]")
+                c(f"if 0 < {n} < 0x80:")
                 with c.indent():
-                    c("raise _NotNullable")
-                c("else:")
-            with c.indent():
-                if kind == "string":
-                    c(f"if {n} > 0x7FFF:")
+                    c(f"end = pos + {n}")
+                    c("if end > blen:")
                     with c.indent():
-                        c("raise _TooLong")
-                c(f"end = pos + {n}")
-                c("if end > blen:")
-                with c.indent():
-                    c("raise _Short")
-                if kind == "string":
-                    c(f"{var} = str(buf[pos:end], 'utf-8')")
-                elif kind == "bytes":
-                    c(f"{var} = bytes(buf[pos:end])")
-                else:
-                    c(f"{var} = buf[pos:end]")
-                c("pos = end")
+                        c("raise _Short")
+                    c(f"{var} = str(buf[pos + 1:end], 'utf-8')")
+                    c("pos = end")
+                c("else:")
+                c.depth += 1
+            self._decode_variable(p, var, kind, n, depth)
+            if fast:
+                c.depth -= 1
             return
         if kind == "struct":
             if p.nullable and depth == 0:
@@ -318,6 +340,23 @@ class _ModuleEmitter:
             return
         # arrays
         element = ftype.element
+        fast = p.compact and element.kind in _FIXED and element.kind != "uuid"
+        if fast:  # up to 63 fixed-width elements: one length byte, one precompiled format
+            fmt = _FIXED[element.kind][0]
+            c(f"{n} = buf[pos]")
+            c(f"if 0 < {n} <= 64:")
+            with c.indent():
+                c(f"s = _CARRAY_{_array_name(fmt)}[{n}]")
+                c(f"{var} = list(s.unpack_from(buf, pos + 1))")
+                c("pos += 1 + s.size")
+            c("else:")
+            c.depth += 1
+        self._decode_array(message, p, var, element, n, depth)
+        if fast:
+            c.depth -= 1
+
+    def _decode_array(self, message: MessageSpec, p: FieldPlan, var: str, element, n: str, depth: int) -> None:
+        c = self.code
         self.read_length(n, p.compact, wide=True)
         self.decode_null_branch(p, var, n)
         with c.indent():
@@ -593,6 +632,9 @@ class _ModuleEmitter:
             "_UUID = UUID",
             "_ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (",
             "    _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'",
+            ")",
+            "_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (",
+            "    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'",
             ")",
             "",
             f"__all__ = [{names}]",

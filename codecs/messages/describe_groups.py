@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
 
@@ -175,31 +178,37 @@ def _dec_DescribeGroupsRequest_v5(buf, pos):
         f_groups = []
         for _ in range(n0):
             n1 = buf[pos]
-            if n1 < 0x80:
-                pos += 1
-            else:
-                n1, pos = _uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise _NotNullable
-            else:
-                if n1 > 0x7FFF:
-                    raise _TooLong
+            if 0 < n1 < 0x80:
                 end = pos + n1
                 if end > blen:
                     raise _Short
-                item = str(buf[pos:end], 'utf-8')
+                item = str(buf[pos + 1:end], 'utf-8')
                 pos = end
+            else:
+                n1 = buf[pos]
+                if n1 < 0x80:
+                    pos += 1
+                else:
+                    n1, pos = _uvarint(buf, pos)
+                n1 -= 1
+                if n1 < 0:
+                    raise _NotNullable
+                else:
+                    if n1 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n1
+                    if end > blen:
+                        raise _Short
+                    item = str(buf[pos:end], 'utf-8')
+                    pos = end
             f_groups.append(item)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -870,69 +879,101 @@ def _enc_DescribeGroupsResponse_v4(out, o):
 def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_member_id = str(buf[pos:end], 'utf-8')
+        f_member_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_member_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_group_instance_id = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_instance_id = str(buf[pos:end], 'utf-8')
+        f_group_instance_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_group_instance_id = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_instance_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_client_id = str(buf[pos:end], 'utf-8')
+        f_client_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_client_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_client_host = str(buf[pos:end], 'utf-8')
+        f_client_host = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_client_host = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -962,12 +1003,10 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
         f_member_assignment = bytes(buf[pos:end])
         pos = end
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1048,69 +1087,101 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_id = str(buf[pos:end], 'utf-8')
+        f_group_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_state = str(buf[pos:end], 'utf-8')
+        f_group_state = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_state = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_protocol_type = str(buf[pos:end], 'utf-8')
+        f_protocol_type = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_protocol_type = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_protocol_data = str(buf[pos:end], 'utf-8')
+        f_protocol_data = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_protocol_data = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -1129,12 +1200,10 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1223,12 +1292,10 @@ def _dec_DescribeGroupsResponse_v5(buf, pos):
             item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos)
             f_groups.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

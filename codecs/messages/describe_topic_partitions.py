@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
 
@@ -105,28 +108,34 @@ _C_DescribeTopicPartitionsResponse = DescribeTopicPartitionsResponse
 def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -158,30 +167,36 @@ def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(out, o):
 def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic_name = str(buf[pos:end], 'utf-8')
+        f_topic_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic_name = str(buf[pos:end], 'utf-8')
+            pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -237,12 +252,10 @@ def _dec_DescribeTopicPartitionsRequest_v0(buf, pos):
     else:
         f_cursor, pos = _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -306,92 +319,120 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 14
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_replica_nodes = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_replica_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_replica_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_isr_nodes = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_isr_nodes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_isr_nodes = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_eligible_leader_replicas = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_eligible_leader_replicas = None
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_eligible_leader_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_eligible_leader_replicas = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_eligible_leader_replicas = None
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_eligible_leader_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_eligible_leader_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_last_known_elr = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_last_known_elr = None
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_last_known_elr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_last_known_elr = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_last_known_elr = None
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_last_known_elr = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_last_known_elr = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_offline_replicas = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_offline_replicas = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_offline_replicas = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -472,21 +513,29 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_name = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_name = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     f_topic_id, f_is_internal = _S3.unpack_from(buf, pos)
     pos += 17
     f_topic_id = _UUID(bytes=f_topic_id)
@@ -508,12 +557,10 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
     f_topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -559,30 +606,36 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
 def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic_name = str(buf[pos:end], 'utf-8')
+        f_topic_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic_name = str(buf[pos:end], 'utf-8')
+            pos = end
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -638,12 +691,10 @@ def _dec_DescribeTopicPartitionsResponse_v0(buf, pos):
     else:
         f_next_cursor, pos = _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

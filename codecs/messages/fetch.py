@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['FetchRequest', 'FetchResponse']
 
@@ -730,12 +733,10 @@ def _dec_FetchRequest_FetchPartition_v12(buf, pos):
     pos += 32
     f_replica_directory_id = _ZERO_UUID
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -758,21 +759,29 @@ def _enc_FetchRequest_FetchPartition_v12(out, o):
 def _dec_FetchRequest_FetchTopic_v12(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic = str(buf[pos:end], 'utf-8')
+        f_topic = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic = str(buf[pos:end], 'utf-8')
+            pos = end
     f_topic_id = _ZERO_UUID
     n0 = buf[pos]
     if n0 < 0x80:
@@ -790,12 +799,10 @@ def _dec_FetchRequest_FetchTopic_v12(buf, pos):
             item, pos = _dec_FetchRequest_FetchPartition_v12(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -835,45 +842,57 @@ def _enc_FetchRequest_FetchTopic_v12(out, o):
 def _dec_FetchRequest_ForgottenTopic_v12(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic = str(buf[pos:end], 'utf-8')
+        f_topic = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic = str(buf[pos:end], 'utf-8')
+            pos = end
     f_topic_id = _ZERO_UUID
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_partitions = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -950,29 +969,35 @@ def _dec_FetchRequest_v12(buf, pos):
             item, pos = _dec_FetchRequest_ForgottenTopic_v12(buf, pos)
             f_forgotten_topics_data.append(item)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_rack_id = str(buf[pos:end], 'utf-8')
+        f_rack_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_rack_id = str(buf[pos:end], 'utf-8')
+            pos = end
     f_cluster_id = None
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -982,21 +1007,29 @@ def _dec_FetchRequest_v12(buf, pos):
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]
-                if n0 < 0x80:
-                    pos += 1
-                else:
-                    n0, pos = _uvarint(buf, pos)
-                n0 -= 1
-                if n0 < 0:
-                    f_cluster_id = None
-                else:
-                    if n0 > 0x7FFF:
-                        raise _TooLong
+                if 0 < n0 < 0x80:
                     end = pos + n0
                     if end > blen:
                         raise _Short
-                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    f_cluster_id = str(buf[pos + 1:end], 'utf-8')
                     pos = end
+                else:
+                    n0 = buf[pos]
+                    if n0 < 0x80:
+                        pos += 1
+                    else:
+                        n0, pos = _uvarint(buf, pos)
+                    n0 -= 1
+                    if n0 < 0:
+                        f_cluster_id = None
+                    else:
+                        if n0 > 0x7FFF:
+                            raise _TooLong
+                        end = pos + n0
+                        if end > blen:
+                            raise _Short
+                        f_cluster_id = str(buf[pos:end], 'utf-8')
+                        pos = end
                 if pos != end:
                     raise _TagSize
             else:
@@ -1077,12 +1110,10 @@ def _dec_FetchRequest_FetchTopic_v13(buf, pos):
             item, pos = _dec_FetchRequest_FetchPartition_v12(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1117,28 +1148,32 @@ def _dec_FetchRequest_ForgottenTopic_v13(buf, pos):
     pos += 16
     f_topic_id = _UUID(bytes=f_topic_id)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_partitions = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1206,29 +1241,35 @@ def _dec_FetchRequest_v13(buf, pos):
             item, pos = _dec_FetchRequest_ForgottenTopic_v13(buf, pos)
             f_forgotten_topics_data.append(item)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_rack_id = str(buf[pos:end], 'utf-8')
+        f_rack_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_rack_id = str(buf[pos:end], 'utf-8')
+            pos = end
     f_cluster_id = None
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1238,21 +1279,29 @@ def _dec_FetchRequest_v13(buf, pos):
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]
-                if n0 < 0x80:
-                    pos += 1
-                else:
-                    n0, pos = _uvarint(buf, pos)
-                n0 -= 1
-                if n0 < 0:
-                    f_cluster_id = None
-                else:
-                    if n0 > 0x7FFF:
-                        raise _TooLong
+                if 0 < n0 < 0x80:
                     end = pos + n0
                     if end > blen:
                         raise _Short
-                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    f_cluster_id = str(buf[pos + 1:end], 'utf-8')
                     pos = end
+                else:
+                    n0 = buf[pos]
+                    if n0 < 0x80:
+                        pos += 1
+                    else:
+                        n0, pos = _uvarint(buf, pos)
+                    n0 -= 1
+                    if n0 < 0:
+                        f_cluster_id = None
+                    else:
+                        if n0 > 0x7FFF:
+                            raise _TooLong
+                        end = pos + n0
+                        if end > blen:
+                            raise _Short
+                        f_cluster_id = str(buf[pos:end], 'utf-8')
+                        pos = end
                 if pos != end:
                     raise _TagSize
             else:
@@ -1316,12 +1365,10 @@ def _dec_FetchRequest_ReplicaState_v15(buf, pos):
     f_replica_id, f_replica_epoch = _S10.unpack_from(buf, pos)
     pos += 12
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1377,30 +1424,36 @@ def _dec_FetchRequest_v15(buf, pos):
             item, pos = _dec_FetchRequest_ForgottenTopic_v13(buf, pos)
             f_forgotten_topics_data.append(item)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_rack_id = str(buf[pos:end], 'utf-8')
+        f_rack_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_rack_id = str(buf[pos:end], 'utf-8')
+            pos = end
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1410,21 +1463,29 @@ def _dec_FetchRequest_v15(buf, pos):
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]
-                if n0 < 0x80:
-                    pos += 1
-                else:
-                    n0, pos = _uvarint(buf, pos)
-                n0 -= 1
-                if n0 < 0:
-                    f_cluster_id = None
-                else:
-                    if n0 > 0x7FFF:
-                        raise _TooLong
+                if 0 < n0 < 0x80:
                     end = pos + n0
                     if end > blen:
                         raise _Short
-                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    f_cluster_id = str(buf[pos + 1:end], 'utf-8')
                     pos = end
+                else:
+                    n0 = buf[pos]
+                    if n0 < 0x80:
+                        pos += 1
+                    else:
+                        n0, pos = _uvarint(buf, pos)
+                    n0 -= 1
+                    if n0 < 0:
+                        f_cluster_id = None
+                    else:
+                        if n0 > 0x7FFF:
+                            raise _TooLong
+                        end = pos + n0
+                        if end > blen:
+                            raise _Short
+                        f_cluster_id = str(buf[pos:end], 'utf-8')
+                        pos = end
                 if pos != end:
                     raise _TagSize
             elif tag == 1:
@@ -1499,12 +1560,10 @@ def _dec_FetchRequest_FetchPartition_v17(buf, pos):
     pos += 32
     f_replica_directory_id = _ZERO_UUID
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1556,12 +1615,10 @@ def _dec_FetchRequest_FetchTopic_v17(buf, pos):
             item, pos = _dec_FetchRequest_FetchPartition_v17(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1625,30 +1682,36 @@ def _dec_FetchRequest_v17(buf, pos):
             item, pos = _dec_FetchRequest_ForgottenTopic_v13(buf, pos)
             f_forgotten_topics_data.append(item)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_rack_id = str(buf[pos:end], 'utf-8')
+        f_rack_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_rack_id = str(buf[pos:end], 'utf-8')
+            pos = end
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1658,21 +1721,29 @@ def _dec_FetchRequest_v17(buf, pos):
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]
-                if n0 < 0x80:
-                    pos += 1
-                else:
-                    n0, pos = _uvarint(buf, pos)
-                n0 -= 1
-                if n0 < 0:
-                    f_cluster_id = None
-                else:
-                    if n0 > 0x7FFF:
-                        raise _TooLong
+                if 0 < n0 < 0x80:
                     end = pos + n0
                     if end > blen:
                         raise _Short
-                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    f_cluster_id = str(buf[pos + 1:end], 'utf-8')
                     pos = end
+                else:
+                    n0 = buf[pos]
+                    if n0 < 0x80:
+                        pos += 1
+                    else:
+                        n0, pos = _uvarint(buf, pos)
+                    n0 -= 1
+                    if n0 < 0:
+                        f_cluster_id = None
+                    else:
+                        if n0 > 0x7FFF:
+                            raise _TooLong
+                        end = pos + n0
+                        if end > blen:
+                            raise _Short
+                        f_cluster_id = str(buf[pos:end], 'utf-8')
+                        pos = end
                 if pos != end:
                     raise _TagSize
             elif tag == 1:
@@ -2368,12 +2439,10 @@ def _dec_FetchResponse_EpochEndOffset_v12(buf, pos):
     f_epoch, f_end_offset = _S10.unpack_from(buf, pos)
     pos += 12
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2398,12 +2467,10 @@ def _dec_FetchResponse_LeaderIdAndEpoch_v12(buf, pos):
     f_leader_id, f_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 8
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2428,12 +2495,10 @@ def _dec_FetchResponse_SnapshotId_v12(buf, pos):
     f_end_offset, f_epoch = _S5.unpack_from(buf, pos)
     pos += 12
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2458,12 +2523,10 @@ def _dec_FetchResponse_AbortedTransaction_v12(buf, pos):
     f_producer_id, f_first_offset = _S12.unpack_from(buf, pos)
     pos += 16
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2522,12 +2585,10 @@ def _dec_FetchResponse_PartitionData_v12(buf, pos):
     f_current_leader = _C_FetchResponse_LeaderIdAndEpoch()
     f_snapshot_id = _C_FetchResponse_SnapshotId()
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2604,21 +2665,29 @@ def _enc_FetchResponse_PartitionData_v12(out, o):
 def _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic = str(buf[pos:end], 'utf-8')
+        f_topic = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic = str(buf[pos:end], 'utf-8')
+            pos = end
     f_topic_id = _ZERO_UUID
     n0 = buf[pos]
     if n0 < 0x80:
@@ -2636,12 +2705,10 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos):
             item, pos = _dec_FetchResponse_PartitionData_v12(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2699,12 +2766,10 @@ def _dec_FetchResponse_v12(buf, pos):
             f_responses.append(item)
     f_node_endpoints = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2756,12 +2821,10 @@ def _dec_FetchResponse_FetchableTopicResponse_v13(buf, pos):
             item, pos = _dec_FetchResponse_PartitionData_v12(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2810,12 +2873,10 @@ def _dec_FetchResponse_v13(buf, pos):
             f_responses.append(item)
     f_node_endpoints = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2850,46 +2911,60 @@ def _dec_FetchResponse_NodeEndpoint_v16(buf, pos):
     f_node_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_host = str(buf[pos:end], 'utf-8')
+        f_host = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_host = str(buf[pos:end], 'utf-8')
+            pos = end
     f_port, = _S0.unpack_from(buf, pos)
     pos += 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_rack = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_rack = str(buf[pos:end], 'utf-8')
+        f_rack = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_rack = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_rack = str(buf[pos:end], 'utf-8')
+            pos = end
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -2954,12 +3029,10 @@ def _dec_FetchResponse_v16(buf, pos):
             f_responses.append(item)
     f_node_endpoints = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

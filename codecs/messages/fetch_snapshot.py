@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
 
@@ -133,12 +136,10 @@ def _dec_FetchSnapshotRequest_SnapshotId_v0(buf, pos):
     f_end_offset, f_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -167,12 +168,10 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos):
     pos += 8
     f_replica_directory_id = _ZERO_UUID
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -200,21 +199,29 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v0(out, o):
 def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -231,12 +238,10 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
             item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -294,12 +299,10 @@ def _dec_FetchSnapshotRequest_v0(buf, pos):
             f_topics.append(item)
     f_cluster_id = None
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -309,21 +312,29 @@ def _dec_FetchSnapshotRequest_v0(buf, pos):
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]
-                if n0 < 0x80:
-                    pos += 1
-                else:
-                    n0, pos = _uvarint(buf, pos)
-                n0 -= 1
-                if n0 < 0:
-                    f_cluster_id = None
-                else:
-                    if n0 > 0x7FFF:
-                        raise _TooLong
+                if 0 < n0 < 0x80:
                     end = pos + n0
                     if end > blen:
                         raise _Short
-                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    f_cluster_id = str(buf[pos + 1:end], 'utf-8')
                     pos = end
+                else:
+                    n0 = buf[pos]
+                    if n0 < 0x80:
+                        pos += 1
+                    else:
+                        n0, pos = _uvarint(buf, pos)
+                    n0 -= 1
+                    if n0 < 0:
+                        f_cluster_id = None
+                    else:
+                        if n0 > 0x7FFF:
+                            raise _TooLong
+                        end = pos + n0
+                        if end > blen:
+                            raise _Short
+                        f_cluster_id = str(buf[pos:end], 'utf-8')
+                        pos = end
                 if pos != end:
                     raise _TagSize
             else:
@@ -370,12 +381,10 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos):
     pos += 8
     f_replica_directory_id = _ZERO_UUID
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -413,21 +422,29 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(out, o):
 def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -444,12 +461,10 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
             item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -507,12 +522,10 @@ def _dec_FetchSnapshotRequest_v1(buf, pos):
             f_topics.append(item)
     f_cluster_id = None
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -522,21 +535,29 @@ def _dec_FetchSnapshotRequest_v1(buf, pos):
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]
-                if n0 < 0x80:
-                    pos += 1
-                else:
-                    n0, pos = _uvarint(buf, pos)
-                n0 -= 1
-                if n0 < 0:
-                    f_cluster_id = None
-                else:
-                    if n0 > 0x7FFF:
-                        raise _TooLong
+                if 0 < n0 < 0x80:
                     end = pos + n0
                     if end > blen:
                         raise _Short
-                    f_cluster_id = str(buf[pos:end], 'utf-8')
+                    f_cluster_id = str(buf[pos + 1:end], 'utf-8')
                     pos = end
+                else:
+                    n0 = buf[pos]
+                    if n0 < 0x80:
+                        pos += 1
+                    else:
+                        n0, pos = _uvarint(buf, pos)
+                    n0 -= 1
+                    if n0 < 0:
+                        f_cluster_id = None
+                    else:
+                        if n0 > 0x7FFF:
+                            raise _TooLong
+                        end = pos + n0
+                        if end > blen:
+                            raise _Short
+                        f_cluster_id = str(buf[pos:end], 'utf-8')
+                        pos = end
                 if pos != end:
                     raise _TagSize
             else:
@@ -613,12 +634,10 @@ def _dec_FetchSnapshotResponse_SnapshotId_v0(buf, pos):
     f_end_offset, f_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -643,12 +662,10 @@ def _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos):
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -691,12 +708,10 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
         pos = end
     f_current_leader = _C_FetchSnapshotResponse_LeaderIdAndEpoch()
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -741,21 +756,29 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(out, o):
 def _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -772,12 +795,10 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
             item, pos = _dec_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -835,12 +856,10 @@ def _dec_FetchSnapshotResponse_v0(buf, pos):
             f_topics.append(item)
     f_node_endpoints = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -875,30 +894,36 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos):
     f_node_id, = _S6.unpack_from(buf, pos)
     pos += 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_host = str(buf[pos:end], 'utf-8')
+        f_host = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_host = str(buf[pos:end], 'utf-8')
+            pos = end
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -950,12 +975,10 @@ def _dec_FetchSnapshotResponse_v1(buf, pos):
             f_topics.append(item)
     f_node_endpoints = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

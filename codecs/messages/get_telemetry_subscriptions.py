@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse']
 
@@ -66,12 +69,10 @@ def _dec_GetTelemetrySubscriptionsRequest_v0(buf, pos):
     pos += 16
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -113,21 +114,27 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf, pos):
     pos += 26
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_b[n0]
+        f_accepted_compression_types = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 1 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_accepted_compression_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_accepted_compression_types = list(_unpack_from('>%db' % n0, buf, pos))
-        pos += n0 * 1
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 1 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_accepted_compression_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+            else:
+                f_accepted_compression_types = list(_unpack_from('>%db' % n0, buf, pos))
+            pos += n0 * 1
     f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9
     n0 = buf[pos]
@@ -144,29 +151,35 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf, pos):
         f_requested_metrics = []
         for _ in range(n0):
             n1 = buf[pos]
-            if n1 < 0x80:
-                pos += 1
-            else:
-                n1, pos = _uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise _NotNullable
-            else:
-                if n1 > 0x7FFF:
-                    raise _TooLong
+            if 0 < n1 < 0x80:
                 end = pos + n1
                 if end > blen:
                     raise _Short
-                item = str(buf[pos:end], 'utf-8')
+                item = str(buf[pos + 1:end], 'utf-8')
                 pos = end
+            else:
+                n1 = buf[pos]
+                if n1 < 0x80:
+                    pos += 1
+                else:
+                    n1, pos = _uvarint(buf, pos)
+                n1 -= 1
+                if n1 < 0:
+                    raise _NotNullable
+                else:
+                    if n1 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n1
+                    if end > blen:
+                        raise _Short
+                    item = str(buf[pos:end], 'utf-8')
+                    pos = end
             f_requested_metrics.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListGroupsRequest', 'ListGroupsResponse']
 
@@ -80,12 +83,10 @@ def _dec_ListGroupsRequest_v3(buf, pos):
     f_states_filter = []
     f_types_filter = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -124,30 +125,36 @@ def _dec_ListGroupsRequest_v4(buf, pos):
         f_states_filter = []
         for _ in range(n0):
             n1 = buf[pos]
-            if n1 < 0x80:
-                pos += 1
-            else:
-                n1, pos = _uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise _NotNullable
-            else:
-                if n1 > 0x7FFF:
-                    raise _TooLong
+            if 0 < n1 < 0x80:
                 end = pos + n1
                 if end > blen:
                     raise _Short
-                item = str(buf[pos:end], 'utf-8')
+                item = str(buf[pos + 1:end], 'utf-8')
                 pos = end
+            else:
+                n1 = buf[pos]
+                if n1 < 0x80:
+                    pos += 1
+                else:
+                    n1, pos = _uvarint(buf, pos)
+                n1 -= 1
+                if n1 < 0:
+                    raise _NotNullable
+                else:
+                    if n1 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n1
+                    if end > blen:
+                        raise _Short
+                    item = str(buf[pos:end], 'utf-8')
+                    pos = end
             f_states_filter.append(item)
     f_types_filter = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -200,21 +207,29 @@ def _dec_ListGroupsRequest_v5(buf, pos):
         f_states_filter = []
         for _ in range(n0):
             n1 = buf[pos]
-            if n1 < 0x80:
-                pos += 1
-            else:
-                n1, pos = _uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise _NotNullable
-            else:
-                if n1 > 0x7FFF:
-                    raise _TooLong
+            if 0 < n1 < 0x80:
                 end = pos + n1
                 if end > blen:
                     raise _Short
-                item = str(buf[pos:end], 'utf-8')
+                item = str(buf[pos + 1:end], 'utf-8')
                 pos = end
+            else:
+                n1 = buf[pos]
+                if n1 < 0x80:
+                    pos += 1
+                else:
+                    n1, pos = _uvarint(buf, pos)
+                n1 -= 1
+                if n1 < 0:
+                    raise _NotNullable
+                else:
+                    if n1 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n1
+                    if end > blen:
+                        raise _Short
+                    item = str(buf[pos:end], 'utf-8')
+                    pos = end
             f_states_filter.append(item)
     n0 = buf[pos]
     if n0 < 0x80:
@@ -230,29 +245,35 @@ def _dec_ListGroupsRequest_v5(buf, pos):
         f_types_filter = []
         for _ in range(n0):
             n1 = buf[pos]
-            if n1 < 0x80:
-                pos += 1
-            else:
-                n1, pos = _uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise _NotNullable
-            else:
-                if n1 > 0x7FFF:
-                    raise _TooLong
+            if 0 < n1 < 0x80:
                 end = pos + n1
                 if end > blen:
                     raise _Short
-                item = str(buf[pos:end], 'utf-8')
+                item = str(buf[pos + 1:end], 'utf-8')
                 pos = end
+            else:
+                n1 = buf[pos]
+                if n1 < 0x80:
+                    pos += 1
+                else:
+                    n1, pos = _uvarint(buf, pos)
+                n1 -= 1
+                if n1 < 0:
+                    raise _NotNullable
+                else:
+                    if n1 > 0x7FFF:
+                        raise _TooLong
+                    end = pos + n1
+                    if end > blen:
+                        raise _Short
+                    item = str(buf[pos:end], 'utf-8')
+                    pos = end
             f_types_filter.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -420,46 +441,60 @@ def _enc_ListGroupsResponse_v1(out, o):
 def _dec_ListGroupsResponse_ListedGroup_v3(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_id = str(buf[pos:end], 'utf-8')
+        f_group_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_protocol_type = str(buf[pos:end], 'utf-8')
+        f_protocol_type = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_protocol_type = str(buf[pos:end], 'utf-8')
+            pos = end
     f_group_state = ''
     f_group_type = ''
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -518,12 +553,10 @@ def _dec_ListGroupsResponse_v3(buf, pos):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v3(buf, pos)
             f_groups.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -554,61 +587,83 @@ def _enc_ListGroupsResponse_v3(out, o):
 def _dec_ListGroupsResponse_ListedGroup_v4(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_id = str(buf[pos:end], 'utf-8')
+        f_group_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_protocol_type = str(buf[pos:end], 'utf-8')
+        f_protocol_type = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_protocol_type = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_state = str(buf[pos:end], 'utf-8')
+        f_group_state = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_state = str(buf[pos:end], 'utf-8')
+            pos = end
     f_group_type = ''
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -677,12 +732,10 @@ def _dec_ListGroupsResponse_v4(buf, pos):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v4(buf, pos)
             f_groups.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -713,76 +766,106 @@ def _enc_ListGroupsResponse_v4(out, o):
 def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_id = str(buf[pos:end], 'utf-8')
+        f_group_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_protocol_type = str(buf[pos:end], 'utf-8')
+        f_protocol_type = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_protocol_type = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_state = str(buf[pos:end], 'utf-8')
+        f_group_state = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_state = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_type = str(buf[pos:end], 'utf-8')
+        f_group_type = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_type = str(buf[pos:end], 'utf-8')
+            pos = end
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -861,12 +944,10 @@ def _dec_ListGroupsResponse_v5(buf, pos):
             item, pos = _dec_ListGroupsResponse_ListedGroup_v5(buf, pos)
             f_groups.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

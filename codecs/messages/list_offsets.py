@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
 
@@ -375,12 +378,10 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos):
     pos += 16
     f_max_num_offsets = 1
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -405,21 +406,29 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v6(out, o):
 def _dec_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -436,12 +445,10 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
             item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -499,12 +506,10 @@ def _dec_ListOffsetsRequest_v6(buf, pos):
             f_topics.append(item)
     f_timeout_ms = 0
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -554,12 +559,10 @@ def _dec_ListOffsetsRequest_v10(buf, pos):
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -914,12 +917,10 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos):
     f_timestamp, f_offset, f_leader_epoch = _S7.unpack_from(buf, pos)
     pos += 20
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -945,21 +946,29 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, o):
 def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -976,12 +985,10 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -1038,12 +1045,10 @@ def _dec_ListOffsetsResponse_v6(buf, pos):
             item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos)
             f_topics.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['ShareFetchRequest', 'ShareFetchResponse']
 
@@ -147,28 +150,32 @@ def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos):
     f_first_offset, f_last_offset = _S0.unpack_from(buf, pos)
     pos += 16
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_b[n0]
+        f_acknowledge_types = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 1 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_acknowledge_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_acknowledge_types = list(_unpack_from('>%db' % n0, buf, pos))
-        pos += n0 * 1
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 1 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_acknowledge_types = list(_ARRAY_b[n0].unpack_from(buf, pos))
+            else:
+                f_acknowledge_types = list(_unpack_from('>%db' % n0, buf, pos))
+            pos += n0 * 1
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -218,12 +225,10 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf, pos):
             item, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
             f_acknowledgement_batches.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -272,12 +277,10 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf, pos):
             item, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -311,28 +314,32 @@ def _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos):
     pos += 16
     f_topic_id = _UUID(bytes=f_topic_id)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_partitions = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_partitions = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_partitions = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -365,37 +372,53 @@ def _enc_ShareFetchRequest_ForgottenTopic_v0(out, o):
 def _dec_ShareFetchRequest_v0(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_group_id = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_group_id = str(buf[pos:end], 'utf-8')
+        f_group_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_group_id = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_group_id = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_member_id = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_member_id = str(buf[pos:end], 'utf-8')
+        f_member_id = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_member_id = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_member_id = str(buf[pos:end], 'utf-8')
+            pos = end
     f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes = _S3.unpack_from(buf, pos)
     pos += 16
     n0 = buf[pos]
@@ -429,12 +452,10 @@ def _dec_ShareFetchRequest_v0(buf, pos):
             item, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
             f_forgotten_topics_data.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -542,12 +563,10 @@ def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos):
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -572,12 +591,10 @@ def _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos):
     f_first_offset, f_last_offset, f_delivery_count = _S4.unpack_from(buf, pos)
     pos += 18
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -602,39 +619,55 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
     f_partition_index, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_error_message = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_error_message = str(buf[pos:end], 'utf-8')
+        f_error_message = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_error_message = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_error_message = str(buf[pos:end], 'utf-8')
+            pos = end
     f_acknowledge_error_code, = _S6.unpack_from(buf, pos)
     pos += 2
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_acknowledge_error_message = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_acknowledge_error_message = str(buf[pos:end], 'utf-8')
+        f_acknowledge_error_message = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_acknowledge_error_message = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_acknowledge_error_message = str(buf[pos:end], 'utf-8')
+            pos = end
     f_current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos)
     n0 = buf[pos]
     if n0 < 0x80:
@@ -666,12 +699,10 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
             item, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
             f_acquired_records.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -761,12 +792,10 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos):
             item, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
             f_partitions.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -799,46 +828,60 @@ def _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos):
     f_node_id, = _S7.unpack_from(buf, pos)
     pos += 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_host = str(buf[pos:end], 'utf-8')
+        f_host = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_host = str(buf[pos:end], 'utf-8')
+            pos = end
     f_port, = _S7.unpack_from(buf, pos)
     pos += 4
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_rack = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_rack = str(buf[pos:end], 'utf-8')
+        f_rack = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_rack = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_rack = str(buf[pos:end], 'utf-8')
+            pos = end
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -887,21 +930,29 @@ def _dec_ShareFetchResponse_v0(buf, pos):
     f_throttle_time_ms, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        f_error_message = None
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_error_message = str(buf[pos:end], 'utf-8')
+        f_error_message = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            f_error_message = None
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_error_message = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -933,12 +984,10 @@ def _dec_ShareFetchResponse_v0(buf, pos):
             item, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
             f_node_endpoints.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

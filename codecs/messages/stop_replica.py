@@ -31,6 +31,9 @@ _UUID = UUID
 _ARRAY_b, _ARRAY_h, _ARRAY_H, _ARRAY_i, _ARRAY_I, _ARRAY_q, _ARRAY_d, _ARRAY_bool = (
     _rt.ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
 )
+_CARRAY_b, _CARRAY_h, _CARRAY_H, _CARRAY_i, _CARRAY_I, _CARRAY_q, _CARRAY_d, _CARRAY_bool = (
+    _rt.COMPACT_ARRAY_STRUCTS[c] for c in 'bhHiIqd?'
+)
 
 __all__ = ['StopReplicaRequest', 'StopReplicaResponse']
 
@@ -255,44 +258,56 @@ def _enc_StopReplicaRequest_v1(out, o):
 def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_name = str(buf[pos:end], 'utf-8')
+        f_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
-    n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
     else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 * 4 > blen - pos:
-            raise _Short
-        if n0 < 64:
-            f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
         else:
-            f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
-        pos += n0 * 4
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_name = str(buf[pos:end], 'utf-8')
+            pos = end
+    n0 = buf[pos]
+    if 0 < n0 <= 64:
+        s = _CARRAY_i[n0]
+        f_partition_indexes = list(s.unpack_from(buf, pos + 1))
+        pos += 1 + s.size
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 * 4 > blen - pos:
+                raise _Short
+            if n0 < 64:
+                f_partition_indexes = list(_ARRAY_i[n0].unpack_from(buf, pos))
+            else:
+                f_partition_indexes = list(_unpack_from('>%di' % n0, buf, pos))
+            pos += n0 * 4
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -356,12 +371,10 @@ def _dec_StopReplicaRequest_v2(buf, pos):
             f_topics.append(item)
     f_topic_states = []
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -401,12 +414,10 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v3(buf, pos):
     f_partition_index, f_leader_epoch, f_delete_partition = _S3.unpack_from(buf, pos)
     pos += 9
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -429,21 +440,29 @@ def _enc_StopReplicaRequest_StopReplicaPartitionState_v3(out, o):
 def _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic_name = str(buf[pos:end], 'utf-8')
+        f_topic_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic_name = str(buf[pos:end], 'utf-8')
+            pos = end
     n0 = buf[pos]
     if n0 < 0x80:
         pos += 1
@@ -460,12 +479,10 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos):
             item, pos = _dec_StopReplicaRequest_StopReplicaPartitionState_v3(buf, pos)
             f_partition_states.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -528,12 +545,10 @@ def _dec_StopReplicaRequest_v3(buf, pos):
             item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos)
             f_topic_states.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -593,12 +608,10 @@ def _dec_StopReplicaRequest_v4(buf, pos):
             item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos)
             f_topic_states.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -728,30 +741,36 @@ def _enc_StopReplicaResponse_v0(out, o):
 def _dec_StopReplicaResponse_StopReplicaPartitionError_v2(buf, pos):
     blen = len(buf)
     n0 = buf[pos]
-    if n0 < 0x80:
-        pos += 1
-    else:
-        n0, pos = _uvarint(buf, pos)
-    n0 -= 1
-    if n0 < 0:
-        raise _NotNullable
-    else:
-        if n0 > 0x7FFF:
-            raise _TooLong
+    if 0 < n0 < 0x80:
         end = pos + n0
         if end > blen:
             raise _Short
-        f_topic_name = str(buf[pos:end], 'utf-8')
+        f_topic_name = str(buf[pos + 1:end], 'utf-8')
         pos = end
+    else:
+        n0 = buf[pos]
+        if n0 < 0x80:
+            pos += 1
+        else:
+            n0, pos = _uvarint(buf, pos)
+        n0 -= 1
+        if n0 < 0:
+            raise _NotNullable
+        else:
+            if n0 > 0x7FFF:
+                raise _TooLong
+            end = pos + n0
+            if end > blen:
+                raise _Short
+            f_topic_name = str(buf[pos:end], 'utf-8')
+            pos = end
     f_partition_index, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)
@@ -801,12 +820,10 @@ def _dec_StopReplicaResponse_v2(buf, pos):
             item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v2(buf, pos)
             f_partition_errors.append(item)
     unknown = ()
-    ntags = buf[pos]
-    if ntags < 0x80:
+    if buf[pos] == 0:  # no tagged fields: the common case
         pos += 1
     else:
         ntags, pos = _uvarint(buf, pos)
-    if ntags:
         unknown = []
         for _ in range(ntags):
             tag, pos = _uvarint(buf, pos)

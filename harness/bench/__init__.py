@@ -1,0 +1,1 @@
+"""``kconform bench ...``: time ours against a peer in the same run and print the ratio."""

@@ -1,0 +1,22 @@
+"""The ``kconform`` command."""
+
+from __future__ import annotations
+
+import click
+
+from .bench.commands import bench
+from .codecs_commands import codecs
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kconform")
+def cli() -> None:
+    """kconform: Kafka protocol conformance and chaos testing."""
+
+
+cli.add_command(codecs)
+cli.add_command(bench)
+
+
+def main() -> None:
+    cli()
