@@ -140,6 +140,10 @@ class Message(StructBase):
         self._encode_into(out, version)
         return bytes(out)
 
+    def encode_into(self, out: bytearray, version: int) -> None:
+        """Append the encoding to ``out``: no final copy, for large messages written straight out."""
+        self._encode_into(out, version)
+
     def _encode_into(self, out: bytearray, version: int) -> None:
         cls = type(self)
         try:
