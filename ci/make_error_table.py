@@ -30,7 +30,9 @@ def entries(text: str):
 
 
 def main(source: Path) -> int:
-    errors_java = next(source.glob("clients/src/main/java/org/apache/kafka/common/protocol/Errors.java"), None)
+    errors_java = next(
+        source.glob("clients/src/main/java/org/apache/kafka/common/protocol/Errors.java"), None
+    )
     if errors_java is None:
         print(f"no Errors.java under {source}", file=sys.stderr)
         return 2

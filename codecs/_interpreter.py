@@ -71,7 +71,9 @@ def decode_message(cls, data, version: int):
     try:
         message = _decode_struct(cls, reader, version, cls._message_.flexible(version), cls.__name__)
     except _Failure as failure:
-        raise DecodeError(cls.__name__, version, failure.reason, field=failure.path, offset=failure.offset) from None
+        raise DecodeError(
+            cls.__name__, version, failure.reason, field=failure.path, offset=failure.offset
+        ) from None
     return message, reader.pos
 
 
@@ -81,7 +83,11 @@ def explain_decode_failure(cls, buf: memoryview, pos: int, version: int, exc: Ex
         _decode_struct(cls, reader, version, cls._message_.flexible(version), "")
     except _Failure as failure:
         return DecodeError(
-            cls.__name__, version, failure.reason, field=failure.path.lstrip(".") or None, offset=failure.offset
+            cls.__name__,
+            version,
+            failure.reason,
+            field=failure.path.lstrip(".") or None,
+            offset=failure.offset,
         )
     except Exception as slow_exc:  # the interpreter must never be less careful than the fast path
         return DecodeError(cls.__name__, version, f"undecodable ({type(slow_exc).__name__}: {slow_exc})")
@@ -108,7 +114,9 @@ def _decode_struct(cls, reader: _Reader, version: int, flexible: bool, path: str
             size = reader.uvarint(tag_path)
             start = reader.pos
             if start + size > len(reader.buf):
-                raise _Failure(tag_path, start, f"tag {tag} claims {size} bytes, {len(reader.buf) - start} left")
+                raise _Failure(
+                    tag_path, start, f"tag {tag} claims {size} bytes, {len(reader.buf) - start} left"
+                )
             f = tagged.get(tag)
             if f is None:
                 unknown.append((tag, bytes(reader.take(size, tag_path))))
@@ -116,7 +124,9 @@ def _decode_struct(cls, reader: _Reader, version: int, flexible: bool, path: str
             field_path = f"{path}.{f.attr}"
             values[f.attr] = _decode_field(f, reader, version, flexible, field_path)
             if reader.pos != start + size:
-                raise _Failure(field_path, start, f"tagged field is {size} bytes but its value took {reader.pos - start}")
+                raise _Failure(
+                    field_path, start, f"tagged field is {size} bytes but its value took {reader.pos - start}"
+                )
     if "unknown_tagged_fields" in cls.__dataclass_fields__:
         values["unknown_tagged_fields"] = tuple(unknown)
     return cls(**values)
@@ -146,7 +156,9 @@ def _decode_field(f: FieldSchema, reader: _Reader, version: int, flexible: bool,
                 raise _Failure(path, start, "null array in a version where it is not nullable")
             return None
         if n > len(reader.buf) - reader.pos:
-            raise _Failure(path, start, f"array of {n} elements but only {len(reader.buf) - reader.pos} bytes left")
+            raise _Failure(
+                path, start, f"array of {n} elements but only {len(reader.buf) - reader.pos} bytes left"
+            )
         return [
             _decode_one(f, kind, reader, version, flexible, compact, False, f"{path}[{i}]") for i in range(n)
         ]
@@ -199,7 +211,9 @@ def explain_encode_failure(message: Message, version: int, exc: Exception) -> En
     except _Failure as failure:
         return EncodeError(f"{cls.__name__} v{version} field {failure.path.lstrip('.')}: {failure.reason}")
     except Exception as slow_exc:
-        return EncodeError(f"{cls.__name__} v{version}: cannot encode ({type(slow_exc).__name__}: {slow_exc})")
+        return EncodeError(
+            f"{cls.__name__} v{version}: cannot encode ({type(slow_exc).__name__}: {slow_exc})"
+        )
     return EncodeError(f"{cls.__name__} v{version}: cannot encode ({type(exc).__name__}: {exc})")
 
 
@@ -216,7 +230,9 @@ def _encode_struct(obj, out: bytearray, version: int, flexible: bool, path: str)
         elif f.present(version):
             _encode_field(f, value, out, version, flexible, field_path)
         elif not f.ignorable and value != f.default_value():
-            raise _Failure(field_path, len(out), f"has a non-default value {value!r} but version {version} lacks it")
+            raise _Failure(
+                field_path, len(out), f"has a non-default value {value!r} but version {version} lacks it"
+            )
     if flexible:
         unknown = list(getattr(obj, "unknown_tagged_fields", ()))
         tags = sorted(known_tags + unknown, key=lambda item: item[0])

@@ -149,9 +149,8 @@ class Message(StructBase):
         try:
             encoder = cls._encoders_[version]
         except KeyError:
-            raise UnsupportedVersionError(
-                f"{cls.__name__} has no version {version} (valid: {_range_text(cls._message_.valid_versions)})"
-            ) from None
+            valid = _range_text(cls._message_.valid_versions)
+            raise UnsupportedVersionError(f"{cls.__name__} has no version {version} (valid: {valid})") from None
         start = len(out)
         try:
             encoder(out, self)
@@ -223,4 +222,3 @@ def write_tags(out: bytearray, known: list, unknown: list) -> None:
         write_uvarint(out, tag)
         write_uvarint(out, len(payload))
         out += payload
-

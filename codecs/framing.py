@@ -105,14 +105,21 @@ def _response_header_class():
     return ResponseHeader
 
 
-def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
+def encode_request(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
+) -> bytes:
     """A whole request frame (header + body), without the size prefix."""
     schema = api_schema(api_key)
     schema.check(api_version)
     if not isinstance(body, schema.request):
-        raise TypeError(f"body for API key {api_key} must be {schema.request_name}, not {type(body).__name__}")
+        raise TypeError(
+            f"body for API key {api_key} must be {schema.request_name}, not {type(body).__name__}"
+        )
     header = _request_header_class()(
-        request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
+        request_api_key=api_key,
+        request_api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=client_id,
     )
     out = bytearray()
     header._encode_into(out, schema.request_header_version(api_version))
@@ -127,12 +134,16 @@ def decode_request_header(frame) -> tuple[Any, int]:
     needs the header to answer an unsupported ApiVersions request)."""
     buf = memoryview(frame)
     if len(buf) < 4:
-        raise DecodeError("RequestHeader", None, f"frame of {len(buf)} bytes is too short for a header", offset=0)
+        raise DecodeError(
+            "RequestHeader", None, f"frame of {len(buf)} bytes is too short for a header", offset=0
+        )
     api_key, api_version = _KEY_VERSION.unpack_from(buf, 0)
     try:
         schema = api_schema(api_key)
     except KeyError:
-        raise DecodeError("RequestHeader", None, f"unknown API key {api_key}", field="request_api_key", offset=0) from None
+        raise DecodeError(
+            "RequestHeader", None, f"unknown API key {api_key}", field="request_api_key", offset=0
+        ) from None
     header_version = schema.request_header_version(api_version)
     header, end, _ = _request_header_class()._decode_at(buf, 0, header_version)
     return header, end
@@ -149,7 +160,9 @@ def _decode_request(frame, lenient: bool):
     body, end, buf = schema.request._decode_at(frame, offset, header.request_api_version)
     if end != len(buf) and not lenient:
         raise DecodeError(
-            schema.request_name, header.request_api_version, f"{len(buf) - end} bytes left over after the message",
+            schema.request_name,
+            header.request_api_version,
+            f"{len(buf) - end} bytes left over after the message",
             offset=end,
         )
     return header, body, bytes(buf[end:])
@@ -171,7 +184,9 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     schema = api_schema(api_key)
     schema.check(api_version)
     if not isinstance(body, schema.response):
-        raise TypeError(f"body for API key {api_key} must be {schema.response_name}, not {type(body).__name__}")
+        raise TypeError(
+            f"body for API key {api_key} must be {schema.response_name}, not {type(body).__name__}"
+        )
     out = bytearray()
     _response_header_class()(correlation_id=correlation_id)._encode_into(
         out, schema.response_header_version(api_version)
@@ -182,11 +197,16 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
 
 def _decode_response(frame, api_key: int, api_version: int, lenient: bool):
     schema = api_schema(api_key)
-    header, offset, _ = _response_header_class()._decode_at(frame, 0, schema.response_header_version(api_version))
+    header, offset, _ = _response_header_class()._decode_at(
+        frame, 0, schema.response_header_version(api_version)
+    )
     body, end, buf = schema.response._decode_at(frame, offset, api_version)
     if end != len(buf) and not lenient:
         raise DecodeError(
-            schema.response_name, api_version, f"{len(buf) - end} bytes left over after the message", offset=end
+            schema.response_name,
+            api_version,
+            f"{len(buf) - end} bytes left over after the message",
+            offset=end,
         )
     return header, body, bytes(buf[end:])
 

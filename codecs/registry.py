@@ -57,7 +57,9 @@ class ApiSchema:
     def check(self, version: int) -> None:
         if not self.supports(version):
             lo, hi = self.valid_versions
-            raise UnsupportedVersionError(f"{self.name} (key {self.api_key}) has versions {lo}-{hi}, not {version}")
+            raise UnsupportedVersionError(
+                f"{self.name} (key {self.api_key}) has versions {lo}-{hi}, not {version}"
+            )
 
     def flexible(self, version: int) -> bool:
         return self.flexible_versions[0] <= version <= self.flexible_versions[1]

@@ -7,11 +7,10 @@ import random
 import sys
 
 import click
-from rich.console import Console
-from rich.table import Table
-
 from kconform.codecs import DecodeError, api_schemas
 from kconform.codecs.framing import decode_request, decode_response
+from rich.console import Console
+from rich.table import Table
 
 
 @click.group()
@@ -48,9 +47,8 @@ def _round_trip_failures(cls, version: int, rng: random.Random, examples: int) -
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary instead of the table")
 def selfcheck(examples: int, seed: int, as_json: bool) -> None:
     """Round-trip every message at every version and print the coverage table."""
-    from rich.progress import Progress
-
     from kconform.codecs.strategies import all_message_versions
+    from rich.progress import Progress
 
     rng = random.Random(seed)
     pairs = all_message_versions()
@@ -119,7 +117,11 @@ def apis_command() -> None:
         flex = s.flexible_versions[0]
         dep = s.deprecated_versions
         table.add_row(
-            str(s.api_key), s.name, f"{lo}-{hi}", f"{flex}+" if flex <= hi else "-", ", ".join(s.listeners),
+            str(s.api_key),
+            s.name,
+            f"{lo}-{hi}",
+            f"{flex}+" if flex <= hi else "-",
+            ", ".join(s.listeners),
             f"{dep[0]}-{dep[1]}" if dep[0] <= dep[1] else "",
         )
     Console().print(table)
@@ -127,8 +129,13 @@ def apis_command() -> None:
 
 @codecs.command("decode")
 @click.argument("hex_frame")
-@click.option("--response-to", nargs=2, type=int, metavar="API_KEY VERSION",
-              help="decode a response to a request of this API key and version")
+@click.option(
+    "--response-to",
+    nargs=2,
+    type=int,
+    metavar="API_KEY VERSION",
+    help="decode a response to a request of this API key and version",
+)
 def decode_command(hex_frame: str, response_to: tuple[int, int] | None) -> None:
     """Decode one frame given in hex (without its 4-byte size prefix)."""
     try:

@@ -26,10 +26,16 @@ def render(spec_dir: Path, errors_file: Path) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kconform.codecs.generate", description=__doc__)
-    parser.add_argument("--spec", required=True, type=Path, help="folder of Kafka's message/*.json definitions")
+    parser.add_argument(
+        "--spec", required=True, type=Path, help="folder of Kafka's message/*.json definitions"
+    )
     parser.add_argument("--errors", type=Path, help="error-code table (default: SPEC/../errors.tsv)")
-    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the modules go (default: the package)")
-    parser.add_argument("--check", action="store_true", help="compare with --out instead of writing; exit 1 if stale")
+    parser.add_argument(
+        "--out", type=Path, default=OUT_DIR, help="where the modules go (default: the package)"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="compare with --out instead of writing; exit 1 if stale"
+    )
     args = parser.parse_args(argv)
     errors_file = args.errors or args.spec / ".." / "errors.tsv"
     try:
@@ -41,12 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     existing = {p.name for p in out.glob("*.py") if p.name != PACKAGE_INIT} if out.exists() else set()
     if args.check:
         stale = sorted(
-            name for name, text in files.items() if not (out / name).exists() or (out / name).read_text() != text
+            name
+            for name, text in files.items()
+            if not (out / name).exists() or (out / name).read_text() != text
         ) + sorted(existing - files.keys())
         for name in stale:
             print(f"stale: {out / name}", file=sys.stderr)
         if stale:
-            print("run: python -m kconform.codecs.generate --spec ../shared/kafka-spec/message", file=sys.stderr)
+            print(
+                "run: python -m kconform.codecs.generate --spec ../shared/kafka-spec/message", file=sys.stderr
+            )
         return 1 if stale else 0
     out.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():

@@ -355,7 +355,9 @@ class _ModuleEmitter:
         if fast:
             c.depth -= 1
 
-    def _decode_array(self, message: MessageSpec, p: FieldPlan, var: str, element, n: str, depth: int) -> None:
+    def _decode_array(
+        self, message: MessageSpec, p: FieldPlan, var: str, element, n: str, depth: int
+    ) -> None:
         c = self.code
         self.read_length(n, p.compact, wide=True)
         self.decode_null_branch(p, var, n)
@@ -436,7 +438,9 @@ class _ModuleEmitter:
 
     def encode_fixed_run(self, plans: list[FieldPlan]) -> None:
         fmt = ">" + "".join(_FIXED[p.field.type.kind][0] for p in plans)
-        args = [f"o.{p.field.attr}.bytes" if p.field.type.kind == "uuid" else f"o.{p.field.attr}" for p in plans]
+        args = [
+            f"o.{p.field.attr}.bytes" if p.field.type.kind == "uuid" else f"o.{p.field.attr}" for p in plans
+        ]
         self.code(f"out += {self.struct_const(fmt)}.pack({', '.join(args)})")
 
     def write_length(self, n: str, compact: bool, wide: bool, out: str) -> None:

@@ -36,10 +36,16 @@ def emit_registry(messages: list[MessageSpec]) -> str:
     requests = {m.api_key: m for m in messages if m.type == "request"}
     responses = {m.api_key: m for m in messages if m.type == "response"}
     if requests.keys() != responses.keys():
-        raise SpecError(f"API keys without both a request and a response: {requests.keys() ^ responses.keys()}")
+        raise SpecError(
+            f"API keys without both a request and a response: {requests.keys() ^ responses.keys()}"
+        )
     modules = {m.name: mod for mod, ms in module_groups(messages).items() for m in ms}
-    lines = [HEADER, "# (api key, name, module, request class, response class, valid versions, flexible versions,",
-             "#  listeners, latest version unstable, deprecated versions)", "APIS = ("]
+    lines = [
+        HEADER,
+        "# (api key, name, module, request class, response class, valid versions, flexible versions,",
+        "#  listeners, latest version unstable, deprecated versions)",
+        "APIS = (",
+    ]
     for key in sorted(requests):
         req, resp = requests[key], responses[key]
         if req.valid_versions != resp.valid_versions:

@@ -77,8 +77,11 @@ class LayoutTable:
         key = _layout_key(struct, flexible, plans)
         layout = self._by_key.get(key)
         if layout is None:
-            label = f"{self.message.name}_{struct.name}_v{version}" if struct is not self.message.struct \
+            label = (
+                f"{self.message.name}_{struct.name}_v{version}"
+                if struct is not self.message.struct
                 else f"{self.message.name}_v{version}"
+            )
             layout = Layout(struct, flexible, tuple(plans), label)
             self._by_key[key] = layout
             self.layouts.append(layout)

@@ -305,9 +305,7 @@ def _validate(message: MessageSpec) -> None:
                     raise SpecError(f"{where}: tag {f.tag} is also used by {tags[f.tag]}")
                 tags[f.tag] = f.name
                 tagged = f.tagged_versions.intersect(valid)
-                if not tagged.empty and (
-                    message.flexible_versions.intersect(tagged) != tagged
-                ):
+                if not tagged.empty and (message.flexible_versions.intersect(tagged) != tagged):
                     raise SpecError(f"{where}: tagged in versions {tagged} that are not flexible")
             if f.struct is not None:
                 check_struct(f.struct, where)

@@ -36,16 +36,26 @@ def _ours_metadata():
     from kconform.codecs.messages import MetadataResponse as M
 
     value = M(
-        brokers=[M.MetadataResponseBroker(node_id=i, host=f"broker-{i}.example.com", port=9092, rack=f"rack-{i}")
-                 for i in range(3)],
+        brokers=[
+            M.MetadataResponseBroker(node_id=i, host=f"broker-{i}.example.com", port=9092, rack=f"rack-{i}")
+            for i in range(3)
+        ],
         cluster_id="cluster",
         controller_id=1,
         topics=[
             M.MetadataResponseTopic(
-                name=f"topic-{t:03d}", topic_id=_TOPIC_IDS[t],
-                partitions=[M.MetadataResponsePartition(partition_index=p, leader_id=p % 3, leader_epoch=5,
-                                                        replica_nodes=[0, 1, 2], isr_nodes=[0, 1, 2])
-                            for p in range(PARTITIONS)],
+                name=f"topic-{t:03d}",
+                topic_id=_TOPIC_IDS[t],
+                partitions=[
+                    M.MetadataResponsePartition(
+                        partition_index=p,
+                        leader_id=p % 3,
+                        leader_epoch=5,
+                        replica_nodes=[0, 1, 2],
+                        isr_nodes=[0, 1, 2],
+                    )
+                    for p in range(PARTITIONS)
+                ],
             )
             for t in range(TOPICS)
         ],
@@ -60,16 +70,39 @@ def _kafka_python_metadata():
     v = METADATA_VERSION
     T = R.MetadataResponseTopic
     value = R(
-        version=v, throttle_time_ms=0,
-        brokers=[R.MetadataResponseBroker(version=v, node_id=i, host=f"broker-{i}.example.com", port=9092,
-                                          rack=f"rack-{i}") for i in range(3)],
-        cluster_id="cluster", controller_id=1, authorized_operations=set(),
+        version=v,
+        throttle_time_ms=0,
+        brokers=[
+            R.MetadataResponseBroker(
+                version=v, node_id=i, host=f"broker-{i}.example.com", port=9092, rack=f"rack-{i}"
+            )
+            for i in range(3)
+        ],
+        cluster_id="cluster",
+        controller_id=1,
+        authorized_operations=set(),
         topics=[
-            T(version=v, error_code=0, name=f"topic-{t:03d}", topic_id=_TOPIC_IDS[t], is_internal=False,
-              authorized_operations=set(),
-              partitions=[T.MetadataResponsePartition(version=v, error_code=0, partition_index=p, leader_id=p % 3,
-                                                      leader_epoch=5, replica_nodes=[0, 1, 2], isr_nodes=[0, 1, 2],
-                                                      offline_replicas=[]) for p in range(PARTITIONS)])
+            T(
+                version=v,
+                error_code=0,
+                name=f"topic-{t:03d}",
+                topic_id=_TOPIC_IDS[t],
+                is_internal=False,
+                authorized_operations=set(),
+                partitions=[
+                    T.MetadataResponsePartition(
+                        version=v,
+                        error_code=0,
+                        partition_index=p,
+                        leader_id=p % 3,
+                        leader_epoch=5,
+                        replica_nodes=[0, 1, 2],
+                        isr_nodes=[0, 1, 2],
+                        offline_replicas=[],
+                    )
+                    for p in range(PARTITIONS)
+                ],
+            )
             for t in range(TOPICS)
         ],
     )
@@ -86,18 +119,36 @@ def _kio_metadata():
 
     value = k.MetadataResponse(
         throttle_time=timedelta(0),
-        brokers=tuple(k.MetadataResponseBroker(node_id=BrokerId(i), host=f"broker-{i}.example.com", port=i32(9092),
-                                               rack=f"rack-{i}") for i in range(3)),
-        cluster_id="cluster", controller_id=BrokerId(1),
+        brokers=tuple(
+            k.MetadataResponseBroker(
+                node_id=BrokerId(i), host=f"broker-{i}.example.com", port=i32(9092), rack=f"rack-{i}"
+            )
+            for i in range(3)
+        ),
+        cluster_id="cluster",
+        controller_id=BrokerId(1),
         topics=tuple(
             k.MetadataResponseTopic(
-                error_code=ErrorCode.none, name=TopicName(f"topic-{t:03d}"), topic_id=_TOPIC_IDS[t],
-                is_internal=False, topic_authorized_operations=i32(-2147483648),
-                partitions=tuple(k.MetadataResponsePartition(
-                    error_code=ErrorCode.none, partition_index=i32(p), leader_id=BrokerId(p % 3),
-                    leader_epoch=i32(5), replica_nodes=(BrokerId(0), BrokerId(1), BrokerId(2)),
-                    isr_nodes=(BrokerId(0), BrokerId(1), BrokerId(2)), offline_replicas=()) for p in range(PARTITIONS)))
-            for t in range(TOPICS)),
+                error_code=ErrorCode.none,
+                name=TopicName(f"topic-{t:03d}"),
+                topic_id=_TOPIC_IDS[t],
+                is_internal=False,
+                topic_authorized_operations=i32(-2147483648),
+                partitions=tuple(
+                    k.MetadataResponsePartition(
+                        error_code=ErrorCode.none,
+                        partition_index=i32(p),
+                        leader_id=BrokerId(p % 3),
+                        leader_epoch=i32(5),
+                        replica_nodes=(BrokerId(0), BrokerId(1), BrokerId(2)),
+                        isr_nodes=(BrokerId(0), BrokerId(1), BrokerId(2)),
+                        offline_replicas=(),
+                    )
+                    for p in range(PARTITIONS)
+                ),
+            )
+            for t in range(TOPICS)
+        ),
     )
     write, read = entity_writer(k.MetadataResponse), entity_reader(k.MetadataResponse)
 
@@ -121,9 +172,24 @@ def _ours_fetch(records: list[bytes]):
     from kconform.codecs.messages import FetchResponse as F
 
     version = F._message_.valid_versions[1]
-    value = F(responses=[F.FetchableTopicResponse(topic_id=_TOPIC_IDS[0], partitions=[
-        F.PartitionData(partition_index=p, high_watermark=1000, last_stable_offset=1000, log_start_offset=0,
-                        records=records[p]) for p in range(FETCH_PARTITIONS)])])
+    value = F(
+        responses=[
+            F.FetchableTopicResponse(
+                topic_id=_TOPIC_IDS[0],
+                partitions=[
+                    F.PartitionData(
+                        partition_index=p,
+                        high_watermark=1000,
+                        last_stable_offset=1000,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        records=records[p],
+                    )
+                    for p in range(FETCH_PARTITIONS)
+                ],
+            )
+        ]
+    )
     encoded = value.encode(version)
     return version, (lambda: value.encode(version)), (lambda: F.decode(encoded, version)), encoded
 
@@ -137,11 +203,26 @@ def _kio_fetch(version: int, records: list[bytes]):
 
     k = importlib.import_module(f"kio.schema.fetch.v{version}.response")
     value = k.FetchResponse(
-        throttle_time=timedelta(0), error_code=ErrorCode.none, session_id=i32(0),
-        responses=(k.FetchableTopicResponse(topic_id=_TOPIC_IDS[0], partitions=tuple(
-            k.PartitionData(partition_index=i32(p), error_code=ErrorCode.none, high_watermark=i64(1000),
-                            last_stable_offset=i64(1000), log_start_offset=i64(0), aborted_transactions=None,
-                            records=records[p]) for p in range(FETCH_PARTITIONS))),),
+        throttle_time=timedelta(0),
+        error_code=ErrorCode.none,
+        session_id=i32(0),
+        responses=(
+            k.FetchableTopicResponse(
+                topic_id=_TOPIC_IDS[0],
+                partitions=tuple(
+                    k.PartitionData(
+                        partition_index=i32(p),
+                        error_code=ErrorCode.none,
+                        high_watermark=i64(1000),
+                        last_stable_offset=i64(1000),
+                        log_start_offset=i64(0),
+                        aborted_transactions=None,
+                        records=records[p],
+                    )
+                    for p in range(FETCH_PARTITIONS)
+                ),
+            ),
+        ),
         node_endpoints=(),
     )
     write, read = entity_writer(k.FetchResponse), entity_reader(k.FetchResponse)
@@ -158,8 +239,16 @@ def _kio_fetch(version: int, records: list[bytes]):
 # ---- running ------------------------------------------------------------------------------------
 
 
-def _compare(rows: list[Comparison], case: str, ours: Callable, peer_name: str, peer: Callable, quick: bool,
-             metric: str = "ms", per_call_units: float | None = None) -> None:
+def _compare(
+    rows: list[Comparison],
+    case: str,
+    ours: Callable,
+    peer_name: str,
+    peer: Callable,
+    quick: bool,
+    metric: str = "ms",
+    per_call_units: float | None = None,
+) -> None:
     """Time both and record ms per call, or units per second when ``per_call_units`` is given."""
     min_time = 0.05 if quick else 0.3
     ours_s = best_seconds(ours, min_time=min_time, repeat=2 if quick else 5)
@@ -167,8 +256,17 @@ def _compare(rows: list[Comparison], case: str, ours: Callable, peer_name: str, 
     if per_call_units is None:
         rows.append(Comparison("codecs", case, metric, ours_s * 1000, peer_name, peer_s * 1000))
     else:
-        rows.append(Comparison("codecs", case, metric, per_call_units / ours_s, peer_name,
-                               per_call_units / peer_s, higher_is_better=True))
+        rows.append(
+            Comparison(
+                "codecs",
+                case,
+                metric,
+                per_call_units / ours_s,
+                peer_name,
+                per_call_units / peer_s,
+                higher_is_better=True,
+            )
+        )
 
 
 def _peer(name: str, build: Callable):
@@ -201,7 +299,9 @@ def message_rows(quick: bool) -> list[Comparison]:
     if peer is not None:
         peer_enc, peer_dec, peer_bytes = peer
         if peer_bytes != ours_bytes:
-            _skip(f"kio's FetchResponse bytes differ from ours ({len(peer_bytes)} vs {len(ours_bytes)} bytes)")
+            _skip(
+                f"kio's FetchResponse bytes differ from ours ({len(peer_bytes)} vs {len(ours_bytes)} bytes)"
+            )
         _compare(rows, f"{case} encode", ours_enc, "kio", peer_enc, quick)
         _compare(rows, f"{case} decode", ours_dec, "kio", peer_dec, quick)
     return rows

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["Comparison", "best_seconds", "print_comparisons"]
+__all__ = ["Comparison", "best_seconds", "interleaved_best", "print_comparisons"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,30 @@ def best_seconds(fn: Callable[[], object], *, min_time: float = 0.2, repeat: int
     number, _ = timer.autorange()
     number = max(1, int(number * min_time / 0.2))
     return min(timer.repeat(repeat=repeat, number=number)) / number
+
+
+def interleaved_best(
+    fns: dict[str, Callable[[], object]], *, rounds: int = 30, number: int = 1
+) -> dict[str, float]:
+    """Best seconds per call of each function, timed in alternation so that background load on a
+    shared machine falls on every contender alike. Garbage collection is off while timing, as in timeit."""
+    import gc
+    import time
+
+    best = dict.fromkeys(fns, float("inf"))
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                best[name] = min(best[name], (time.perf_counter() - start) / number)
+    finally:
+        if enabled:
+            gc.enable()
+    return best
 
 
 def print_comparisons(rows: list[Comparison], *, as_json: bool, title: str) -> None:

@@ -10,7 +10,7 @@ _spec = importlib.util.spec_from_file_location("make_error_table", _PATH)
 make_error_table = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_error_table)
 
-ERRORS_JAVA = '''public enum Errors {
+ERRORS_JAVA = """public enum Errors {
     UNKNOWN_SERVER_ERROR(-1, "The server experienced an unexpected error when processing the request.",
             UnknownServerException::new),
     NONE(0, null, message -> null),
@@ -24,15 +24,24 @@ ERRORS_JAVA = '''public enum Errors {
             }
         });
     private final short code;
-'''
+"""
 
 
 def test_both_enum_styles():
     assert list(make_error_table.entries(ERRORS_JAVA)) == [
-        ("UNKNOWN_SERVER_ERROR", -1, "UnknownServerException",
-         "The server experienced an unexpected error when processing the request."),
+        (
+            "UNKNOWN_SERVER_ERROR",
+            -1,
+            "UnknownServerException",
+            "The server experienced an unexpected error when processing the request.",
+        ),
         ("NONE", 0, None, ""),
-        ("INVALID_SESSION_TIMEOUT", 26, "InvalidSessionTimeoutException", "The session timeout is not within (as configured)."),
+        (
+            "INVALID_SESSION_TIMEOUT",
+            26,
+            "InvalidSessionTimeoutException",
+            "The session timeout is not within (as configured).",
+        ),
     ]
 
 
@@ -42,12 +51,16 @@ def test_table_with_exception_hierarchy(tmp_path, capsys):
     protocol.mkdir(parents=True)
     errors.mkdir(parents=True)
     (protocol / "Errors.java").write_text(
-        'public enum Errors {\n    NOT_LEADER_OR_FOLLOWER(6, "Not leader.", NotLeaderOrFollowerException::new);\n}\n'
+        "public enum Errors {\n"
+        '    NOT_LEADER_OR_FOLLOWER(6, "Not leader.", NotLeaderOrFollowerException::new);\n'
+        "}\n"
     )
     (errors / "NotLeaderOrFollowerException.java").write_text(
-        "public class NotLeaderOrFollowerException extends InvalidMetadataException {}")
+        "public class NotLeaderOrFollowerException extends InvalidMetadataException {}"
+    )
     (errors / "InvalidMetadataException.java").write_text(
-        "public abstract class InvalidMetadataException extends RetriableException {}")
+        "public abstract class InvalidMetadataException extends RetriableException {}"
+    )
     assert make_error_table.main(tmp_path) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "6\tNOT_LEADER_OR_FOLLOWER\tNotLeaderOrFollowerException\ttrue\ttrue\tNot leader."

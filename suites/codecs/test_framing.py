@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from kconform.codecs import (
     DecodeError,
     FrameDecoder,
@@ -76,7 +75,10 @@ def test_request_and_response_frames_round_trip(data):
     header, decoded = decode_request(frame)
     assert decoded == body
     assert (header.request_api_key, header.request_api_version, header.correlation_id) == (
-        schema.api_key, version, correlation_id)
+        schema.api_key,
+        version,
+        correlation_id,
+    )
     if schema.request_header_version(version) >= 1:
         assert header.client_id == client_id
     reply = data.draw(message(schema.response, version))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from kconform.codecs.generate.__main__ import OUT_DIR, main, render
 from kconform.codecs.generate.spec import SpecError, parse_message, snake_case, strip_comments
 from kconform.codecs.generate.versions import Versions
@@ -52,8 +51,12 @@ def test_comments_are_stripped_outside_strings():
 
 def _doc(**changes):
     doc = {
-        "apiKey": 99, "type": "request", "name": "TestRequest", "validVersions": "0-3",
-        "flexibleVersions": "2+", "fields": [{"name": "A", "type": "int32", "versions": "0+"}],
+        "apiKey": 99,
+        "type": "request",
+        "name": "TestRequest",
+        "validVersions": "0-3",
+        "flexibleVersions": "2+",
+        "fields": [{"name": "A", "type": "int32", "versions": "0+"}],
     }
     doc.update(changes)
     return doc
@@ -63,12 +66,20 @@ def _doc(**changes):
     "fields, error",
     [
         ([{"name": "A", "type": "int32", "versions": "0+", "nullableVersions": "0+"}], "cannot be nullable"),
-        ([{"name": "A", "type": "string", "versions": "0+", "taggedVersions": "0+", "tag": 0}], "not flexible"),
+        (
+            [{"name": "A", "type": "string", "versions": "0+", "taggedVersions": "0+", "tag": 0}],
+            "not flexible",
+        ),
         ([{"name": "A", "type": "[]Missing", "versions": "0+"}], "never defined"),
         ([{"name": "A", "type": "int8", "versions": "0+", "default": "300"}], "out of range"),
         ([{"name": "A", "type": "frob", "versions": "0+"}], "unknown type"),
-        ([{"name": "A", "type": "int8", "versions": "0+"}, {"name": "A", "type": "int8", "versions": "0+"}],
-         "duplicate"),
+        (
+            [
+                {"name": "A", "type": "int8", "versions": "0+"},
+                {"name": "A", "type": "int8", "versions": "0+"},
+            ],
+            "duplicate",
+        ),
     ],
 )
 def test_spec_model_rejects_broken_definitions(fields, error):

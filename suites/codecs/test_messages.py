@@ -8,7 +8,6 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from kconform.codecs import DecodeError, EncodeError, UnsupportedVersionError, messages
 from kconform.codecs._interpreter import decode_message, encode_message
 from kconform.codecs.strategies import all_message_versions, message
@@ -34,9 +33,11 @@ def test_every_pair_in_the_spec_has_a_codec():
     ours = {(cls.__name__, version) for cls, version in PAIRS}
     assert spec_pairs - ours == set()
     assert ours - spec_pairs == set()
-    request_response = {
-        (name, v) for name, v in spec_pairs if name.endswith("Request") or name.endswith("Response")
-    } - {("RequestHeader", v) for v in range(3)} - {("ResponseHeader", v) for v in range(2)}
+    request_response = (
+        {(name, v) for name, v in spec_pairs if name.endswith("Request") or name.endswith("Response")}
+        - {("RequestHeader", v) for v in range(3)}
+        - {("ResponseHeader", v) for v in range(2)}
+    )
     assert len(request_response) == 654
 
 
@@ -79,8 +80,14 @@ def test_decode_error_names_field_and_offset():
 
     value = MetadataResponse(
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=1, host="broker-1", port=9092)],
-        topics=[MetadataResponse.MetadataResponseTopic(name="t", partitions=[
-            MetadataResponse.MetadataResponsePartition(partition_index=0, replica_nodes=[1, 2, 3])])],
+        topics=[
+            MetadataResponse.MetadataResponseTopic(
+                name="t",
+                partitions=[
+                    MetadataResponse.MetadataResponsePartition(partition_index=0, replica_nodes=[1, 2, 3])
+                ],
+            )
+        ],
     )
     encoded = value.encode(1)
     with pytest.raises(DecodeError) as info:
@@ -154,8 +161,13 @@ def test_records_fields_are_not_copied():
     from kconform.codecs.messages import FetchResponse
 
     records = bytes(range(256)) * 64
-    value = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
-        topic="t", partitions=[FetchResponse.PartitionData(records=records)])])
+    value = FetchResponse(
+        responses=[
+            FetchResponse.FetchableTopicResponse(
+                topic="t", partitions=[FetchResponse.PartitionData(records=records)]
+            )
+        ]
+    )
     encoded = value.encode(12)
     decoded = FetchResponse.decode(encoded, 12).responses[0].partitions[0].records
     assert isinstance(decoded, memoryview) and decoded.obj is not None
