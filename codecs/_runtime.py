@@ -150,7 +150,8 @@ class Message(StructBase):
             encoder = cls._encoders_[version]
         except KeyError:
             valid = _range_text(cls._message_.valid_versions)
-            raise UnsupportedVersionError(f"{cls.__name__} has no version {version} (valid: {valid})") from None
+            message = f"{cls.__name__} has no version {version} (valid: {valid})"
+            raise UnsupportedVersionError(message) from None
         start = len(out)
         try:
             encoder(out, self)
