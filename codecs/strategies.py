@@ -15,7 +15,16 @@ from . import messages as _messages
 from ._runtime import FieldSchema
 from .messages._index import MODULE_OF
 
-__all__ = ["message", "request", "response", "all_message_versions", "field_value", "sample"]
+__all__ = [
+    "records",
+    "record_batches",
+    "message",
+    "request",
+    "response",
+    "all_message_versions",
+    "field_value",
+    "sample",
+]
 
 _INT_BOUNDS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -104,6 +113,47 @@ def response(api_key: int, version: int, **kwargs) -> st.SearchStrategy:
     from .registry import api_schema
 
     return message(api_schema(api_key).response, version, **kwargs)
+
+
+# ---- record batches -------------------------------------------------------------------------------
+
+
+def records(*, magic: int = 2, max_records: int = 5, base_offset: int = 0) -> st.SearchStrategy:
+    """Lists of ``Record`` with consecutive offsets from ``base_offset``, valid for ``magic``."""
+    from .records import Record
+
+    timestamps = st.integers(0, 2**41) if magic > 0 else st.just(-1)
+    header = st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=8))
+    headers = st.lists(header, max_size=2) if magic == 2 else st.just([])
+    one = st.tuples(
+        timestamps, st.none() | st.binary(max_size=16), st.none() | st.binary(max_size=32), headers
+    )
+    return st.lists(one, min_size=1, max_size=max_records).map(
+        lambda rows: [Record(base_offset + i, *row) for i, row in enumerate(rows)]
+    )
+
+
+@st.composite
+def record_batches(draw, *, magics=(0, 1, 2), max_records: int = 5) -> tuple[bytes, list]:
+    """``(encoded batch, its records)`` for any magic and compression codec the magic allows."""
+    from .compression import Compression
+    from .records import encode_batch
+
+    magic = draw(st.sampled_from(magics))
+    codecs = [c for c in Compression if magic == 2 or c != Compression.ZSTD]
+    compression = draw(st.sampled_from(codecs))
+    base_offset = draw(st.integers(0, 2**40))
+    drawn = draw(records(magic=magic, max_records=max_records, base_offset=base_offset))
+    kwargs = {}
+    if magic == 2 and draw(st.booleans()):
+        kwargs = dict(
+            producer_id=draw(st.integers(0, 2**62)),
+            producer_epoch=draw(st.integers(0, 2**15 - 1)),
+            base_sequence=draw(st.integers(0, 2**31 - 1 - len(drawn))),
+            is_transactional=draw(st.booleans()),
+        )
+    encoded = encode_batch(drawn, magic=magic, compression=compression, base_offset=base_offset, **kwargs)
+    return encoded, drawn
 
 
 # ---- plain random samples (no Hypothesis engine), for self-checks and benchmarks -------------------

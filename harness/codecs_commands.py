@@ -7,10 +7,11 @@ import random
 import sys
 
 import click
-from kconform.codecs import DecodeError, api_schemas
-from kconform.codecs.framing import decode_request, decode_response
 from rich.console import Console
 from rich.table import Table
+
+from kconform.codecs import DecodeError, api_schemas
+from kconform.codecs.framing import decode_request, decode_response
 
 
 @click.group()
@@ -47,8 +48,9 @@ def _round_trip_failures(cls, version: int, rng: random.Random, examples: int) -
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary instead of the table")
 def selfcheck(examples: int, seed: int, as_json: bool) -> None:
     """Round-trip every message at every version and print the coverage table."""
-    from kconform.codecs.strategies import all_message_versions
     from rich.progress import Progress
+
+    from kconform.codecs.strategies import all_message_versions
 
     rng = random.Random(seed)
     pairs = all_message_versions()

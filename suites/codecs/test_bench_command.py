@@ -7,6 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+
 from kconform.harness.cli import cli
 
 

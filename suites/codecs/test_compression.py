@@ -12,6 +12,7 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kconform.codecs.compression import (
     MAX_DECOMPRESSED_SIZE,
     Compression,

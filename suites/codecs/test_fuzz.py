@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kconform.codecs import DecodeError, decode_request, decode_response, encode_request, encode_response
 from kconform.codecs.registry import api_schemas
 from kconform.codecs.strategies import all_message_versions, message

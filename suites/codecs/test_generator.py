@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kconform.codecs.generate.__main__ import OUT_DIR, main, render
 from kconform.codecs.generate.spec import SpecError, parse_message, snake_case, strip_comments
 from kconform.codecs.generate.versions import Versions

@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kconform.codecs import DecodeError, EncodeError, UnsupportedVersionError, messages
 from kconform.codecs._interpreter import decode_message, encode_message
 from kconform.codecs.strategies import all_message_versions, message

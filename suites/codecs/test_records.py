@@ -12,6 +12,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kconform.codecs import DecodeError, EncodeError
 from kconform.codecs.compression import Compression, compress
 from kconform.codecs.records import (
@@ -34,6 +35,7 @@ from kconform.codecs.records import (
     patch_batch_header,
     truncated_tail,
 )
+from kconform.codecs.strategies import record_batches
 
 MAGIC_CODECS = [(magic, codec) for magic in (0, 1, 2) for codec in Compression if codec != 4 or magic == 2]
 T0 = 1_700_000_000_000
@@ -762,3 +764,13 @@ def test_decoded_batches_are_plain_values():
     batch = decode_batch(encode_batch(sample_records(2)))
     assert isinstance(batch, RecordBatch) and isinstance(batch, BatchHeader)
     assert eval(repr(batch), {**globals(), "Record": Record, "RecordBatch": RecordBatch}) == batch
+
+
+@settings(max_examples=100)
+@given(batch=record_batches())
+def test_record_batch_strategy_round_trips(batch):
+    encoded, drawn = batch
+    decoded = [r for b in iter_batches(encoded) for r in b.records]
+    assert [(r.offset, r.key, r.value, list(r.headers)) for r in decoded] == [
+        (r.offset, r.key, r.value, list(r.headers)) for r in drawn
+    ]
