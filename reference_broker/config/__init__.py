@@ -1,0 +1,72 @@
+"""Broker and topic configuration, Apache Kafka 4.0's way: the config table, typed parsing, synonyms,
+DescribeConfigs entries and the admin-API checks.
+
+A broker starts from ``BrokerConfig.from_sources(path, overrides)``; a topic's effective configs come from
+``TopicConfig.resolve(broker_config, topic_overrides)``; CreateTopics, AlterConfigs and
+IncrementalAlterConfigs use ``topic_config_error``, ``create_topics_config_error`` and
+``apply_incremental``. Every refusal carries Kafka's own message.
+"""
+
+from ._alter import (
+    AlterOp,
+    apply_incremental,
+    create_topics_config_error,
+    topic_config_error,
+    validate_topic_configs,
+)
+from ._broker import BrokerConfig
+from ._definitions import (
+    BROKER_CONFIGS,
+    COMPRESSION_TYPES,
+    REQUIRED,
+    TOPIC_CONFIG_SYNONYMS,
+    TOPIC_CONFIGS,
+    ConfigDefinition,
+    Importance,
+    Synonym,
+    UpdateMode,
+)
+from ._describe import (
+    ConfigEntry,
+    ConfigSource,
+    ConfigSynonym,
+    TopicConfig,
+    broker_synonyms,
+    describe_broker_configs,
+    describe_default_broker_configs,
+)
+from ._errors import AdminError, ConfigError
+from ._properties import load_properties, parse_properties
+from ._values import ConfigType, parse_value, to_kafka_string
+
+__all__ = [
+    "AdminError",
+    "AlterOp",
+    "BROKER_CONFIGS",
+    "BrokerConfig",
+    "COMPRESSION_TYPES",
+    "ConfigDefinition",
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigSource",
+    "ConfigSynonym",
+    "ConfigType",
+    "Importance",
+    "REQUIRED",
+    "Synonym",
+    "TOPIC_CONFIGS",
+    "TOPIC_CONFIG_SYNONYMS",
+    "TopicConfig",
+    "UpdateMode",
+    "apply_incremental",
+    "broker_synonyms",
+    "create_topics_config_error",
+    "describe_broker_configs",
+    "describe_default_broker_configs",
+    "load_properties",
+    "parse_properties",
+    "parse_value",
+    "to_kafka_string",
+    "topic_config_error",
+    "validate_topic_configs",
+]
