@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from kconform.codecs import DecodeError, EncodeError
 from kconform.codecs.compression import Compression, compress
 from kconform.codecs.records import (
+    BatchExtent,
+    BatchFramingError,
     BatchHeader,
     ControlRecordType,
     EndTransactionMarker,
@@ -30,9 +32,11 @@ from kconform.codecs.records import (
     encode_control_key,
     encode_end_txn_marker,
     encode_end_txn_marker_batch,
+    iter_batch_extents,
     iter_batch_headers,
     iter_batches,
     patch_batch_header,
+    set_batch_max_timestamp,
     truncated_tail,
 )
 from kconform.codecs.strategies import record_batches
@@ -774,3 +778,106 @@ def test_record_batch_strategy_round_trips(batch):
     assert [(r.offset, r.key, r.value, list(r.headers)) for r in decoded] == [
         (r.offset, r.key, r.value, list(r.headers)) for r in drawn
     ]
+
+
+# --- broker-side helpers: iter_batch_extents, set_batch_max_timestamp ----------------------------
+
+
+def test_batch_extents_walk_every_magic_and_stop_before_a_partial_tail():
+    v2 = encode_batch(sample_records(2, base_offset=7), compression=Compression.GZIP, base_offset=7)
+    messages = sample_records(1, n=2)
+    first_message = encode_batch(messages[:1], magic=1)
+    legacy = first_message + encode_batch(messages[1:], magic=1, base_offset=1)  # two uncompressed messages
+    v0 = encode_batch(
+        sample_records(0, base_offset=3, n=1), magic=0, compression=Compression.SNAPPY, base_offset=3
+    )
+    data = v2 + legacy + v0
+    extents = list(iter_batch_extents(data + v2[:40]))
+    positions = [0, len(v2), len(v2) + len(first_message), len(v2) + len(legacy)]
+    assert [e.position for e in extents] == positions
+    assert sum(e.size for e in extents) == len(data)
+    assert [e.magic for e in extents] == [2, 1, 1, 0]
+    assert extents[0] == BatchExtent(0, len(v2), 2, 7, Compression.GZIP)
+    assert [e.compression_id for e in extents] == [1, 0, 0, 2]
+    assert [e.base_offset for e in extents][1:] == [0, 1, 3]
+    for cut in (11, len(v2) - 1, len(v2) + 16, len(data) - 1):  # before a magic, or short of the size
+        whole = [e.position for e in extents if e.position + e.size <= cut]
+        assert [e.position for e in iter_batch_extents(data[:cut])] == whole
+
+
+def test_batch_extents_raise_at_a_bad_size_or_magic_after_the_good_batches():
+    good = encode_batch(sample_records(2))
+    bad_size = bytearray(good)
+    struct.pack_into(">i", bad_size, 8, 13)
+    walk = iter_batch_extents(good + bytes(bad_size))
+    assert next(walk).position == 0
+    with pytest.raises(BatchFramingError) as info:
+        next(walk)
+    assert (info.value.batch_length, info.value.magic, info.value.offset) == (13, None, len(good) + 8)
+    assert isinstance(info.value, DecodeError)
+    bad_size_short = bytes(bad_size[:12])  # the size is checked before the magic byte is there
+    with pytest.raises(BatchFramingError):
+        list(iter_batch_extents(bad_size_short))
+    for magic, signed in ((3, 3), (0x80, -128), (0xFF, -1)):
+        bad_magic = bytearray(good)
+        bad_magic[16] = magic
+        with pytest.raises(BatchFramingError) as info:
+            list(iter_batch_extents(bytes(bad_magic)))
+        assert (info.value.magic, info.value.batch_length) == (signed, len(good) - 12)
+    assert pickle_round_trip(info.value).magic == -1
+
+
+def pickle_round_trip(value):
+    import pickle
+
+    return pickle.loads(pickle.dumps(value))
+
+
+def test_set_batch_max_timestamp_as_kafka_default_record_batch():
+    data = bytearray(
+        encode_batch(
+            sample_records(2), compression=Compression.LZ4, producer_id=3, producer_epoch=1, base_sequence=0
+        )
+    )
+    header = decode_batch_header(data)
+    untouched = bytes(data)
+    assert not set_batch_max_timestamp(
+        data, timestamp_type=TimestampType.CREATE_TIME, max_timestamp=header.max_timestamp
+    )
+    assert bytes(data) == untouched
+    assert set_batch_max_timestamp(data, timestamp_type=TimestampType.LOG_APPEND_TIME, max_timestamp=T0 + 999)
+    batch = decode_batch(bytes(data))  # CRC recomputed
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME and batch.max_timestamp == T0 + 999
+    assert batch.compression == Compression.LZ4 and batch.producer_id == 3
+    assert {r.timestamp for r in batch.records} == {T0 + 999}
+    assert set_batch_max_timestamp(data, timestamp_type=TimestampType.CREATE_TIME, max_timestamp=T0)
+    batch = decode_batch(bytes(data))
+    assert batch.timestamp_type == TimestampType.CREATE_TIME and batch.max_timestamp == T0
+    assert [r.timestamp for r in batch.records] == [r.timestamp for r in sample_records(2)]
+
+
+def test_set_batch_max_timestamp_keeps_known_flags_and_drops_unknown_bits():
+    data = bytearray(
+        encode_batch(
+            sample_records(2),
+            compression=Compression.GZIP,
+            producer_id=3,
+            producer_epoch=1,
+            base_sequence=0,
+            is_transactional=True,
+            has_delete_horizon=True,
+            base_timestamp=T0 - 5,
+        )
+    )
+    struct.pack_into(">h", data, 21, struct.unpack_from(">h", data, 21)[0] | 0x0180)  # bits Kafka never sets
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    set_batch_max_timestamp(data, timestamp_type=TimestampType.LOG_APPEND_TIME, max_timestamp=T0)
+    header = decode_batch_header(bytes(data))
+    assert header.attributes == Compression.GZIP | 0x08 | 0x10 | 0x40
+    assert header.is_transactional and header.has_delete_horizon and header.base_timestamp == T0 - 5
+    with pytest.raises(ValueError):
+        set_batch_max_timestamp(
+            bytearray(encode_batch(sample_records(1), magic=1)), timestamp_type=0, max_timestamp=1
+        )
+    with pytest.raises(ValueError):
+        set_batch_max_timestamp(data, timestamp_type=TimestampType.NO_TIMESTAMP_TYPE, max_timestamp=1)

@@ -1,0 +1,27 @@
+"""Validation of produced records, as Kafka's leader does it before appending.
+
+``validate_produce_records`` takes one partition's ``records`` from a Produce request and returns the
+bytes to append (offsets, partition leader epoch and timestamps assigned, recompressed when the topic
+says so) or raises ``RecordsRejected`` with Kafka's error code and where Kafka reports it. It is pure:
+the clock reading is an argument.
+
+A produce handler that wants Kafka's answer for a whole request calls ``check_request_records`` for
+every partition before looking up topics, then ``check_partition_records`` for every partition of a
+known topic before appending anything; a rejection with scope REQUEST from either fails the whole
+request, as in Kafka. ``validate_produce_records`` runs both again, so calling it alone is safe.
+"""
+
+from ._log import validate_produce_records
+from ._request import check_partition_records, check_request_records
+from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, RejectionScope, ValidatedAppend
+
+__all__ = [
+    "AppendedBatch",
+    "LogValidationConfig",
+    "RecordsRejected",
+    "RejectionScope",
+    "ValidatedAppend",
+    "check_partition_records",
+    "check_request_records",
+    "validate_produce_records",
+]
