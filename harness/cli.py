@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .bench.commands import bench
+from .broker_commands import broker
 from .codecs_commands import codecs
 
 
@@ -16,7 +17,12 @@ def cli() -> None:
 
 cli.add_command(codecs)
 cli.add_command(bench)
+cli.add_command(broker)
 
 
 def main() -> None:
     cli()
+
+
+if __name__ == "__main__":
+    main()
