@@ -1,0 +1,70 @@
+"""``kconform broker``: run one reference broker node in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"expected HOST:PORT (e.g. 127.0.0.1:9092), got {value!r}")
+    return host or "0.0.0.0", int(port)
+
+
+def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value (a Kafka broker property), got {item!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+@click.command()
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="where the partition logs and metadata live (log.dirs)")
+@click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to accept clients on")
+@click.option("--node-id", type=int, default=1, show_default=True, help="node.id")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="a Kafka server.properties file")
+@click.option("--advertise", help="HOST:PORT to tell clients (default: the listen address)")
+@click.option("--log-level", default="INFO", show_default=True)
+@click.argument("overrides", nargs=-1)
+def broker(data_dir: Path, listen: str, node_id: int, config_file: Path | None, advertise: str | None,
+           log_level: str, overrides: tuple[str, ...]) -> None:
+    """Run one reference broker node. OVERRIDES are Kafka properties as key=value."""
+    from kconform.reference_broker.config import ConfigError
+    from kconform.reference_broker.node import BrokerNode
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    host, port = _parse_listen(listen)
+    props = _parse_overrides(overrides)
+    props.setdefault("node.id", str(node_id))
+    props["log.dirs"] = str(data_dir)
+    try:
+        node = BrokerNode.from_config_file(config_file, props, advertised=_parse_listen(advertise) if advertise else None)
+    except ConfigError as exc:
+        raise click.ClickException(f"{exc} (fix the property and start again)") from None
+    asyncio.run(_run(node, host, port))
+
+
+async def _run(node, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    bound_host, bound_port = await node.start(host, port)
+    print(f"kconform broker {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await node.stop()
+        print(f"kconform broker {node.node_id} stopped cleanly", file=sys.stderr, flush=True)
