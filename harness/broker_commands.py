@@ -29,17 +29,32 @@ def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command()
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="where the partition logs and metadata live (log.dirs)")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="where the partition logs and metadata live (log.dirs)",
+)
 @click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to accept clients on")
 @click.option("--node-id", type=int, default=1, show_default=True, help="node.id")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="a Kafka server.properties file")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="a Kafka server.properties file",
+)
 @click.option("--advertise", help="HOST:PORT to tell clients (default: the listen address)")
 @click.option("--log-level", default="INFO", show_default=True)
 @click.argument("overrides", nargs=-1)
-def broker(data_dir: Path, listen: str, node_id: int, config_file: Path | None, advertise: str | None,
-           log_level: str, overrides: tuple[str, ...]) -> None:
+def broker(
+    data_dir: Path,
+    listen: str,
+    node_id: int,
+    config_file: Path | None,
+    advertise: str | None,
+    log_level: str,
+    overrides: tuple[str, ...],
+) -> None:
     """Run one reference broker node. OVERRIDES are Kafka properties as key=value."""
     from kconform.reference_broker.config import ConfigError
     from kconform.reference_broker.node import BrokerNode
@@ -50,7 +65,9 @@ def broker(data_dir: Path, listen: str, node_id: int, config_file: Path | None, 
     props.setdefault("node.id", str(node_id))
     props["log.dirs"] = str(data_dir)
     try:
-        node = BrokerNode.from_config_file(config_file, props, advertised=_parse_listen(advertise) if advertise else None)
+        node = BrokerNode.from_config_file(
+            config_file, props, advertised=_parse_listen(advertise) if advertise else None
+        )
     except ConfigError as exc:
         raise click.ClickException(f"{exc} (fix the property and start again)") from None
     asyncio.run(_run(node, host, port))

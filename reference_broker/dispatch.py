@@ -1,0 +1,95 @@
+"""From a request frame to a response frame: header, version gate, decode, handler, encode.
+
+The one place where bad input turns into Kafka's reaction: an unknown API key, a version we do not
+support (except ApiVersions, which answers with the versions it has) or a body that does not decode
+closes the connection, as Kafka's socket server does; an exception inside a handler becomes
+UNKNOWN_SERVER_ERROR in the response (or a closed connection if the response has no error field)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kconform.codecs import DecodeError, api_schema, decode_request_header, encode_response
+from kconform.codecs.errors import Errors
+
+from .handlers import registered_handlers
+from .handlers.api_versions import unsupported_version_response
+
+__all__ = ["Dispatcher", "RequestContext", "CloseConnection"]
+
+log = logging.getLogger(__name__)
+API_VERSIONS = 18
+
+
+class CloseConnection(Exception):
+    """The request warrants closing the connection (Kafka's reaction to malformed requests)."""
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: Any
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str
+    connection_id: int
+
+
+class Dispatcher:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.handlers = registered_handlers()
+
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return {key: (h.min_version, h.max_version) for key, h in self.handlers.items()}
+
+    async def handle(self, frame: bytes, *, peer: str, connection_id: int) -> bytes | None:
+        """The response frame (without size prefix), None when no response is due; raises
+        CloseConnection when the connection must be closed."""
+        try:
+            header, body_offset = decode_request_header(frame)
+        except DecodeError as exc:
+            log.warning("closing connection from %s: unreadable request header: %s", peer, exc)
+            raise CloseConnection from None
+        api_key, version = header.request_api_key, header.request_api_version
+        handler = self.handlers.get(api_key)
+        if handler is None or not handler.supports(version):
+            if api_key == API_VERSIONS:
+                body = unsupported_version_response(self.supported_versions())
+                return encode_response(API_VERSIONS, 0, header.correlation_id, body)
+            log.warning(
+                "closing connection from %s: unsupported request API key %s version %s",
+                peer,
+                api_key,
+                version,
+            )
+            raise CloseConnection
+        schema = api_schema(api_key)
+        try:
+            request, end, buf = schema.request._decode_at(frame, body_offset, version)
+            if end != len(buf):
+                raise DecodeError(
+                    schema.request_name, version, f"{len(buf) - end} bytes left over", offset=end
+                )
+        except DecodeError as exc:
+            log.warning("closing connection from %s: malformed %s: %s", peer, schema.request_name, exc)
+            raise CloseConnection from None
+        ctx = RequestContext(
+            header, api_key, version, header.correlation_id, header.client_id, peer, connection_id
+        )
+        try:
+            response = await handler.fn(self.broker, ctx, request)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception("%s v%s from %s failed", schema.name, version, peer)
+            response = schema.response()
+            if not hasattr(response, "error_code"):
+                raise CloseConnection from None
+            response.error_code = Errors.UNKNOWN_SERVER_ERROR
+        if response is None:
+            return None
+        return encode_response(api_key, version, header.correlation_id, response)

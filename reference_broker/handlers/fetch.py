@@ -1,0 +1,184 @@
+"""Fetch (key 1): consumers' reads, with long polling and incremental fetch sessions.
+
+Kafka's rules (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages/readFromLocalLog,
+DelayedFetch): partitions are read in request order within the response's max_bytes (v3+; before v3
+only per-partition limits apply), and the first partition that has data returns at least one whole
+batch even when it is larger than the limits; reads stop at the high watermark (read_uncommitted) or
+the last stable offset (read_committed); a fetch that found fewer than min_bytes and no errors waits up
+to max_wait_ms for new data; a current_leader_epoch older than the partition's is
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
+
+from __future__ import annotations
+
+from kconform.codecs._runtime import ZERO_UUID
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import FetchResponse
+
+from ..fetch_sessions import CachedPartition
+from ..partition import PartitionError
+from . import handles
+
+PartitionData = FetchResponse.PartitionData
+READ_COMMITTED = 1
+
+
+def _error_data(index: int, code: int) -> PartitionData:
+    return PartitionData(
+        partition_index=index,
+        error_code=code,
+        high_watermark=-1,
+        last_stable_offset=-1,
+        log_start_offset=-1,
+        aborted_transactions=None,
+        records=b"",
+    )
+
+
+def _requested(version: int, request) -> tuple[dict, list]:
+    """Partition keys -> CachedPartition, and the forgotten keys. A key is (topic name or id, index)."""
+    requested = {}
+    for topic in request.topics:
+        topic_key = topic.topic_id if version >= 13 else topic.topic
+        for p in topic.partitions:
+            requested[(topic_key, p.partition)] = CachedPartition(
+                fetch_offset=p.fetch_offset,
+                max_bytes=p.partition_max_bytes,
+                log_start_offset=p.log_start_offset,
+                current_leader_epoch=p.current_leader_epoch,
+            )
+    forgotten = []
+    for topic in request.forgotten_topics_data:
+        topic_key = topic.topic_id if version >= 13 else topic.topic
+        forgotten.extend((topic_key, index) for index in topic.partitions)
+    return requested, forgotten
+
+
+def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation: int):
+    """One pass over the partitions: {key: PartitionData}, bytes read, and whether any errored."""
+    hard_limit = version <= 2
+    min_one = not hard_limit
+    remaining = max_bytes if version >= 3 else 0x7FFFFFFF
+    results = {}
+    total = 0
+    errored = False
+    for key, wanted in partitions.items():
+        topic_key, index = key
+        partition = broker.partition_by_key(topic_key, index, by_id=version >= 13)
+        if partition is None:
+            code = Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            results[key] = _error_data(index, code)
+            errored = True
+            continue
+        try:
+            read = partition.read_for_fetch(
+                wanted.fetch_offset,
+                min(wanted.max_bytes, remaining),
+                min_one_batch=min_one,
+                read_committed=isolation == READ_COMMITTED,
+                current_leader_epoch=wanted.current_leader_epoch,
+            )
+        except PartitionError as exc:
+            results[key] = _error_data(index, exc.code)
+            if exc.code == Errors.OFFSET_OUT_OF_RANGE:
+                results[key].high_watermark = partition.high_watermark
+                results[key].log_start_offset = partition.log_start_offset
+                results[key].last_stable_offset = partition.last_stable_offset
+            errored = True
+            continue
+        size = len(read.records)
+        if size:
+            min_one = False
+        remaining = max(0, remaining - size)
+        total += size
+        results[key] = PartitionData(
+            partition_index=index,
+            error_code=Errors.NONE,
+            high_watermark=read.high_watermark,
+            last_stable_offset=read.last_stable_offset,
+            log_start_offset=read.log_start_offset,
+            aborted_transactions=(
+                [
+                    FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in read.aborted_transactions
+                ]
+                if isolation == READ_COMMITTED
+                else None
+            ),
+            records=read.records,
+        )
+    return results, total, errored
+
+
+@handles(1)
+async def fetch(broker, ctx, request) -> FetchResponse:
+    version = ctx.api_version
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    is_follower = replica_id >= 0
+    isolation = request.isolation_level if version >= 4 else 0
+    requested, forgotten = _requested(version, request)
+    now = broker.clock.now_ms()
+    if version >= 7:
+        context = broker.fetch_sessions.new_context(
+            request.session_id,
+            request.session_epoch,
+            requested,
+            forgotten,
+            is_follower=is_follower,
+            now_ms=now,
+        )
+    else:
+        context = broker.fetch_sessions.new_context(0, -1, requested, [], is_follower=is_follower, now_ms=now)
+    if context.kind == "error":
+        return FetchResponse(error_code=context.error, session_id=0, responses=[])
+    max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    results, total, errored = _read_once(broker, version, context.partitions, max_bytes, isolation)
+    if request.max_wait_ms > 0 and context.partitions and total < request.min_bytes and not errored:
+        watch = [broker.partition_watch_key(key, by_id=version >= 13) for key in context.partitions]
+        state = {}
+
+        def enough() -> bool:
+            state["read"] = _read_once(broker, version, context.partitions, max_bytes, isolation)
+            return state["read"][1] >= request.min_bytes or state["read"][2]
+
+        await broker.purgatory.wait_until(watch, enough, request.max_wait_ms / 1000, clock=broker.clock)
+        results, total, errored = state.get("read", (results, total, errored))
+    session_id = 0
+    if context.kind == "full":
+        for key, data in results.items():
+            context.partitions[key].must_respond(
+                has_records=bool(data.records),
+                high_watermark=data.high_watermark,
+                log_start_offset=data.log_start_offset,
+                error=data.error_code,
+            )
+        session_id = broker.fetch_sessions.maybe_create(context.privileged, context.partitions, now)
+    elif context.kind == "incremental":
+        session_id = context.session.id
+        results = {
+            key: data
+            for key, data in results.items()
+            if context.session.partitions[key].must_respond(
+                has_records=bool(data.records),
+                high_watermark=data.high_watermark,
+                log_start_offset=data.log_start_offset,
+                error=data.error_code,
+            )
+        }
+    return FetchResponse(error_code=Errors.NONE, session_id=session_id, responses=_group(version, results))
+
+
+def _group(version: int, results: dict) -> list:
+    topics: dict = {}
+    for (topic_key, _index), data in results.items():
+        topics.setdefault(topic_key, []).append(data)
+    out = []
+    for topic_key, partitions in topics.items():
+        if version >= 13:
+            out.append(FetchResponse.FetchableTopicResponse(topic_id=topic_key, partitions=partitions))
+        else:
+            out.append(
+                FetchResponse.FetchableTopicResponse(
+                    topic=topic_key, topic_id=ZERO_UUID, partitions=partitions
+                )
+            )
+    return out

@@ -1,0 +1,56 @@
+"""ListOffsets (key 2): offsets by timestamp, and the special timestamps.
+
+Kafka's rules (KafkaApis.handleListOffsetRequest, Partition.fetchOffsetForTimestamp): -2 is the log
+start offset, -1 the high watermark (read_uncommitted) or last stable offset (read_committed, v2+),
+-3 (v7+) the offset and timestamp of the record with the largest timestamp, -4 (v8+) the local log
+start, other values the first offset whose timestamp is at or after it, never past the high watermark
+(no match: offset -1, timestamp -1); v0 answers with a list of old-style offsets; a partition named
+twice in one request is INVALID_REQUEST (v1+); current_leader_epoch is checked as in Fetch."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import ListOffsetsResponse
+
+from ..partition import PartitionError
+from . import handles
+
+Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+@handles(2)
+async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
+    version = ctx.api_version
+    read_committed = version >= 2 and request.isolation_level == 1
+    counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            out = Partition(partition_index=p.partition_index)
+            partition = broker.partition(topic.name, p.partition_index)
+            if version >= 1 and counts[(topic.name, p.partition_index)] > 1:
+                out.error_code = Errors.INVALID_REQUEST
+            elif partition is None:
+                out.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                try:
+                    if version == 0:
+                        out.old_style_offsets = partition.legacy_offsets(p.timestamp, p.max_num_offsets)
+                    else:
+                        offset, timestamp, epoch = partition.offset_for_timestamp(
+                            p.timestamp,
+                            read_committed=read_committed,
+                            current_leader_epoch=p.current_leader_epoch if version >= 4 else -1,
+                        )
+                        out.offset, out.timestamp = offset, timestamp
+                        out.leader_epoch = epoch if version >= 4 else -1
+                except PartitionError as exc:
+                    out.error_code = exc.code
+            if out.error_code and version >= 1:
+                out.offset, out.timestamp = -1, -1
+            partitions.append(out)
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
+    return ListOffsetsResponse(topics=topics)

@@ -1,0 +1,106 @@
+"""Metadata (key 3): brokers, cluster id, controller, and topics with their partitions.
+
+Kafka's rules (KafkaApis.handleTopicMetadataRequest): a null topic list means every topic (v1+; an
+empty list means all topics at v0 and none from v1); unknown topics are created when the request allows
+it (v4+, always before) and auto.create.topics.enable is on, and are reported as LEADER_NOT_AVAILABLE
+while they are being created; illegal names get INVALID_TOPIC_EXCEPTION; topics asked for by id (v10+)
+that do not exist get UNKNOWN_TOPIC_ID."""
+
+from __future__ import annotations
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import MetadataResponse
+
+from ..topic_names import INTERNAL_TOPICS, topic_name_error
+from . import handles
+
+# Every operation an unauthenticated principal may do when no authorizer is configured (Kafka's
+# AclOperation bits: READ 3 .. DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 ... as a bit set).
+_ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+_UNSET = -2147483648
+
+
+def topic_metadata(
+    broker, topic, version: int, include_operations: bool
+) -> MetadataResponse.MetadataResponseTopic:
+    partitions = [
+        MetadataResponse.MetadataResponsePartition(
+            error_code=Errors.NONE,
+            partition_index=p.index,
+            leader_id=p.leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas),
+            isr_nodes=list(p.isr),
+            offline_replicas=[],
+        )
+        for p in topic.partitions
+    ]
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=Errors.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.name in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=_ALL_TOPIC_OPERATIONS if include_operations else _UNSET,
+    )
+
+
+def _error_topic(name, topic_id, code: int) -> MetadataResponse.MetadataResponseTopic:
+    from kconform.codecs._runtime import ZERO_UUID
+
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[]
+    )
+
+
+@handles(3)
+async def metadata(broker, ctx, request) -> MetadataResponse:
+    version = ctx.api_version
+    include_ops = version >= 8 and request.include_topic_authorized_operations
+    if request.topics is None or (version == 0 and not request.topics):
+        wanted = None
+    else:
+        wanted = request.topics
+    allow_create = (request.allow_auto_topic_creation if version >= 4 else True) and broker.auto_create_topics
+    topics = []
+    if wanted is None:
+        topics = [topic_metadata(broker, t, version, include_ops) for t in broker.topics]
+    else:
+        seen = set()
+        for entry in wanted:
+            name = entry.name
+            if name is None and version >= 10:
+                topic = broker.topics.by_id(entry.topic_id)
+                if topic is None:
+                    topics.append(_error_topic(None, entry.topic_id, Errors.UNKNOWN_TOPIC_ID))
+                else:
+                    topics.append(topic_metadata(broker, topic, version, include_ops))
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            topic = broker.topics.get(name)
+            if topic is not None:
+                topics.append(topic_metadata(broker, topic, version, include_ops))
+            elif topic_name_error(name) is not None:
+                topics.append(_error_topic(name, None, Errors.INVALID_TOPIC_EXCEPTION))
+            elif allow_create and name not in INTERNAL_TOPICS:
+                broker.auto_create_topic(name)
+                topics.append(_error_topic(name, None, Errors.LEADER_NOT_AVAILABLE))
+            else:
+                topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+    host, port = broker.advertised_address
+    return MetadataResponse(
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port, rack=None)
+        ],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+        cluster_authorized_operations=(
+            _ALL_CLUSTER_OPERATIONS
+            if 8 <= version <= 10 and request.include_cluster_authorized_operations
+            else _UNSET
+        ),
+    )

@@ -1,0 +1,98 @@
+"""Produce (key 0).
+
+Kafka's rules (KafkaApis.handleProduceRequest, ReplicaManager.appendRecords): acks must be -1, 0 or 1,
+else every partition gets INVALID_REQUIRED_ACKS; unknown topics or partitions get
+UNKNOWN_TOPIC_OR_PARTITION; each partition's records are validated and appended on their own, so one
+bad partition does not fail the others; acks=-1 waits until the high watermark passes the append (or
+the request times out with REQUEST_TIMED_OUT); acks=0 sends no response, and closes the connection
+when any partition failed, so the client notices."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import ProduceResponse
+
+from ..dispatch import CloseConnection
+from ..partition import PartitionError
+from . import handles
+
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+
+def _error(index: int, code: int, message: str | None = None, record_errors=()) -> PartitionResponse:
+    return PartitionResponse(
+        index=index,
+        error_code=code,
+        base_offset=-1,
+        log_append_time_ms=-1,
+        log_start_offset=-1,
+        record_errors=[
+            ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+            for i, m in record_errors
+        ],
+        error_message=message,
+    )
+
+
+@handles(0)
+async def produce(broker, ctx, request) -> ProduceResponse | None:
+    version = ctx.api_version
+    acks = request.acks
+    results: list[tuple[str, list[PartitionResponse]]] = []
+    waits = []
+    for topic_data in request.topic_data:
+        partitions = []
+        for data in topic_data.partition_data:
+            if acks not in (-1, 0, 1):
+                partitions.append(_error(data.index, Errors.INVALID_REQUIRED_ACKS))
+                continue
+            partition = broker.partition(topic_data.name, data.index)
+            if partition is None:
+                partitions.append(_error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            try:
+                appended = partition.append_records(
+                    data.records,
+                    produce_version=version,
+                    required_acks=acks,
+                    transactional_id=request.transactional_id if version >= 3 else None,
+                )
+            except PartitionError as exc:
+                partitions.append(_error(data.index, exc.code, exc.message, exc.record_errors))
+                continue
+            response = PartitionResponse(
+                index=data.index,
+                error_code=Errors.NONE,
+                base_offset=appended.first_offset,
+                log_append_time_ms=appended.log_append_time_ms,
+                log_start_offset=partition.log_start_offset,
+            )
+            partitions.append(response)
+            if acks == -1 and appended.last_offset >= 0:
+                waits.append((partition, appended.last_offset + 1, response))
+        results.append((topic_data.name, partitions))
+    if waits:
+        await _await_replication(broker, waits, request.timeout_ms)
+    if acks == 0:
+        if any(p.error_code for _, parts in results for p in parts):
+            raise CloseConnection
+        return None
+    responses = [
+        ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts) for name, parts in results
+    ]
+    return ProduceResponse(responses=responses)
+
+
+async def _await_replication(broker, waits, timeout_ms: int) -> None:
+    """acks=-1: every partition's high watermark must reach its append, within the request timeout."""
+
+    async def one(partition, required_end, response):
+        ok = await partition.wait_for_high_watermark(required_end, timeout_ms / 1000)
+        if not ok:
+            response.error_code = Errors.REQUEST_TIMED_OUT
+        elif partition.under_min_isr():
+            response.error_code = Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    await asyncio.gather(*(one(*w) for w in waits))

@@ -1,0 +1,246 @@
+"""One partition as its leader sees it: validated appends with idempotence checks, reads capped at
+the high watermark or last stable offset, offsets by timestamp, and waiting for replication.
+
+The on-disk log is ``storage.PartitionLog``; batch validation is ``validation``; the producer
+sequence rules are ``storage`` producer state. This class ties them together and owns the leader's
+view of the high watermark. On a single node the in-sync replica set is the leader alone, so the high
+watermark follows the log end offset; replication moves it by the followers' fetch offsets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kconform.codecs.errors import Errors
+
+__all__ = ["Partition", "PartitionError", "AppendResult", "FetchRead"]
+
+
+class PartitionError(Exception):
+    """A per-partition failure with Kafka's error code."""
+
+    def __init__(self, code: int, message: str | None = None, record_errors=()) -> None:
+        super().__init__(message or str(code))
+        self.code = code
+        self.message = message
+        self.record_errors = list(record_errors)
+
+
+@dataclass(slots=True)
+class AppendResult:
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int
+
+
+@dataclass(slots=True)
+class FetchRead:
+    records: bytes
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[tuple[int, int]]
+
+
+def validation_config(settings: dict[str, str]):
+    """The topic settings log validation reads, from the topic's effective config strings."""
+    from .validation import LogValidationConfig
+
+    def level(name: str) -> int | None:
+        value = int(settings.get(name, "-1"))
+        return None if value < 0 else value
+
+    return LogValidationConfig(
+        compression_type=settings.get("compression.type", "producer"),
+        compression_gzip_level=level("compression.gzip.level"),
+        compression_lz4_level=level("compression.lz4.level"),
+        compression_zstd_level=level("compression.zstd.level"),
+        compacted="compact" in settings.get("cleanup.policy", "delete"),
+        timestamp_type=settings.get("message.timestamp.type", "CreateTime"),
+        timestamp_before_max_ms=int(settings.get("message.timestamp.before.max.ms", str(2**63 - 1))),
+        timestamp_after_max_ms=int(settings.get("message.timestamp.after.max.ms", "3600000")),
+        max_message_bytes=int(settings.get("max.message.bytes", "1048588")),
+        segment_bytes=int(settings.get("segment.bytes", "1073741824")),
+    )
+
+
+class Partition:
+    def __init__(self, broker, topic_name: str, index: int, log, settings: dict[str, str]) -> None:
+        self.broker = broker
+        self.topic_name = topic_name
+        self.index = index
+        self.log = log
+        self.watch_key = (topic_name, index)
+        self.configure(settings)
+
+    def configure(self, settings: dict[str, str]) -> None:
+        self.settings = dict(settings)
+        self.validation = validation_config(settings)
+        self.min_insync_replicas = int(settings.get("min.insync.replicas", "1"))
+
+    # ---- leader state ------------------------------------------------------------------------
+
+    @property
+    def state(self):
+        return self.broker.topics.get(self.topic_name).partitions[self.index]
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def under_min_isr(self) -> bool:
+        return len(self.state.isr) < self.min_insync_replicas
+
+    def _advance_high_watermark(self) -> None:
+        # The in-sync replica set is this leader alone until replication lands: everything written
+        # is replicated to every in-sync replica at once.
+        if len(self.state.isr) == 1:
+            self.log.update_high_watermark(self.log.log_end_offset)
+        self.broker.purgatory.notify(self.watch_key)
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        if current_leader_epoch < 0:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise PartitionError(Errors.FENCED_LEADER_EPOCH)
+        if current_leader_epoch > self.leader_epoch:
+            raise PartitionError(Errors.UNKNOWN_LEADER_EPOCH)
+
+    # ---- produce ------------------------------------------------------------------------------
+
+    def append_records(
+        self, records, *, produce_version: int, required_acks: int, transactional_id
+    ) -> AppendResult:
+        from .storage import AppendOrigin, InvalidAppend, ProducerStateError
+        from .validation import RecordsRejected, validate_produce_records
+
+        if required_acks == -1 and self.under_min_isr():
+            raise PartitionError(
+                Errors.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {set(self.state.isr)} is insufficient to satisfy the min.isr "
+                f"requirement of {self.min_insync_replicas} for partition {self.topic_name}-{self.index}",
+            )
+        try:
+            validated = validate_produce_records(
+                records,
+                produce_version=produce_version,
+                config=self.validation,
+                now_ms=self.broker.clock.now_ms(),
+                first_offset=self.log.log_end_offset,
+                partition_leader_epoch=self.leader_epoch,
+                topic_partition=f"{self.topic_name}-{self.index}",
+            )
+        except RecordsRejected as exc:
+            raise PartitionError(exc.error_code, exc.error_message, exc.record_errors) from None
+        if validated.first_offset < 0:
+            return AppendResult(-1, -1, -1)
+        try:
+            info = self.log.append(
+                validated.records,
+                leader_epoch=self.leader_epoch,
+                assign_offsets=False,
+                origin=AppendOrigin.CLIENT,
+            )
+        except ProducerStateError as exc:
+            raise PartitionError(exc.error_code, str(exc)) from None
+        except InvalidAppend as exc:
+            raise PartitionError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+        if info.duplicate:
+            return AppendResult(info.first_offset, info.last_offset, info.log_append_time)
+        self._advance_high_watermark()
+        self.log.flush_if_due()
+        return AppendResult(validated.first_offset, validated.last_offset, validated.log_append_time_ms)
+
+    async def wait_for_high_watermark(self, required_end: int, timeout_s: float) -> bool:
+        return await self.broker.purgatory.wait_until(
+            [self.watch_key], lambda: self.high_watermark >= required_end, timeout_s, clock=self.broker.clock
+        )
+
+    # ---- fetch ---------------------------------------------------------------------------------
+
+    def read_for_fetch(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool,
+        read_committed: bool,
+        current_leader_epoch: int,
+    ) -> FetchRead:
+        from .storage import OffsetOutOfRange
+
+        self.check_leader_epoch(current_leader_epoch)
+        limit = self.last_stable_offset if read_committed else self.high_watermark
+        try:
+            result = self.log.read(fetch_offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
+        except OffsetOutOfRange:
+            raise PartitionError(Errors.OFFSET_OUT_OF_RANGE) from None
+        return FetchRead(
+            records=result.read_bytes(),
+            high_watermark=self.high_watermark,
+            last_stable_offset=self.last_stable_offset,
+            log_start_offset=self.log_start_offset,
+            aborted_transactions=[],
+        )
+
+    # ---- offsets -------------------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int, *, read_committed: bool, current_leader_epoch: int):
+        """(offset, timestamp, leader epoch) for ListOffsets v1+."""
+        from .storage import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+
+        self.check_leader_epoch(current_leader_epoch)
+        upper = self.last_stable_offset if read_committed else self.high_watermark
+        if timestamp == LATEST_TIMESTAMP:
+            return upper, -1, self._epoch_at(upper)
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            found = self.log.fetch_offset_by_timestamp(timestamp)
+            return found.offset, -1, found.leader_epoch if found.leader_epoch is not None else -1
+        if timestamp == MAX_TIMESTAMP:
+            found = self.log.latest_timestamp_offset()
+        elif timestamp < 0:
+            raise PartitionError(Errors.INVALID_REQUEST if timestamp < -5 else Errors.UNSUPPORTED_VERSION)
+        else:
+            found = self.log.offset_for_timestamp(timestamp)
+        if found is None or found.offset >= upper:
+            return -1, -1, -1
+        return found.offset, found.timestamp, found.leader_epoch if found.leader_epoch is not None else -1
+
+    def _epoch_at(self, offset: int) -> int:
+        epoch = -1
+        for entry in self.log.epoch_entries():
+            if entry.start_offset <= offset:
+                epoch = entry.epoch
+        return epoch
+
+    def legacy_offsets(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0: segment base offsets at or before the timestamp, newest first (Kafka's
+        ``fetchOffsetsBefore``), with the log end offset first for LATEST."""
+        from .storage import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+
+        if timestamp == LATEST_TIMESTAMP:
+            offsets = [self.high_watermark] + [s.base_offset for s in reversed(self.log.segments)]
+        elif timestamp == EARLIEST_TIMESTAMP:
+            offsets = [self.log_start_offset]
+        else:
+            offsets = [s.base_offset for s in reversed(self.log.segments) if s.max_timestamp <= timestamp]
+        seen: list[int] = []
+        for offset in offsets:
+            if offset not in seen:
+                seen.append(offset)
+        return seen[: max(0, max_num_offsets)]

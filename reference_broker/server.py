@@ -1,0 +1,80 @@
+"""The network side of one broker node: accept connections, frame requests, answer them in order.
+
+Each connection is served by one task that reads, frames and handles requests one at a time, so
+pipelined requests are answered in the order they came, as Kafka does by muting a channel while a
+request is in flight. A bad connection (oversized frame, malformed request, idle too long) is closed
+without touching any other."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+
+from kconform.codecs import FrameDecoder, FrameTooLarge, size_prefixed
+
+from .dispatch import CloseConnection, Dispatcher
+
+__all__ = ["BrokerServer"]
+
+log = logging.getLogger(__name__)
+_READ_SIZE = 256 * 1024
+
+
+class BrokerServer:
+    def __init__(self, dispatcher: Dispatcher, *, max_request_bytes: int, idle_timeout_s: float) -> None:
+        self.dispatcher = dispatcher
+        self.max_request_bytes = max_request_bytes
+        self.idle_timeout_s = idle_timeout_s
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+        self._ids = itertools.count(1)
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        sockname = self._server.sockets[0].getsockname()
+        return sockname[0], sockname[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._connections.add(task)
+        connection_id = next(self._ids)
+        peer = "{}:{}".format(*writer.get_extra_info("peername")[:2])
+        decoder = FrameDecoder(max_frame_size=self.max_request_bytes)
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(reader.read(_READ_SIZE), self.idle_timeout_s)
+                except TimeoutError:
+                    log.info("closing idle connection from %s", peer)
+                    return
+                if not data:
+                    return
+                decoder.feed(data)
+                for frame in decoder:
+                    response = await self.dispatcher.handle(frame, peer=peer, connection_id=connection_id)
+                    if response is not None:
+                        writer.write(size_prefixed(response))
+                        await writer.drain()
+        except FrameTooLarge as exc:
+            log.warning("closing connection from %s: %s", peer, exc)
+        except CloseConnection:
+            pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+            self.dispatcher.broker.connection_closed(connection_id)

@@ -1,0 +1,297 @@
+"""The producer state of one partition (Kafka's ``ProducerStateManager``): the entry of every
+producer id, the offset up to which the log has been applied (``map_end_offset``) and the snapshot
+files ``<offset>.snapshot`` it is saved to on roll and close and reloaded from on open, followed by a
+replay of the batches after the snapshot (``rebuild_producer_state``, from Kafka's
+``UnifiedLog.rebuildProducerState``). Transactions are tracked only as far as producer entries go
+(open transaction's first offset, coordinator epoch); the last stable offset and the transaction
+index are not kept here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from kconform.codecs import DecodeError
+from kconform.codecs.records import BatchHeader, ControlRecordType, decode_batch, decode_end_txn_marker
+
+from ._files import SNAPSHOT_SUFFIX, file_name, offset_from_file_name
+from ._producer_snapshot import CorruptSnapshot, read_snapshot, write_snapshot
+from ._producer_state import (
+    NO_SEQUENCE,
+    AppendOrigin,
+    ProducerStateEntry,
+    Verdict,
+    VerdictKind,
+    append_data_batch,
+    append_end_txn_marker,
+    check_sequence,
+    increment_sequence,
+    merge_entries,
+)
+
+if TYPE_CHECKING:
+    from ._segment import LogSegment
+
+__all__ = ["EndTxnMarkerInfo", "ProducerStateManager", "end_txn_marker_of", "rebuild_producer_state"]
+
+EndTxnMarkerInfo = tuple[int, int]
+"""(coordinator epoch, record timestamp) of a COMMIT or ABORT marker."""
+
+_OK = Verdict(VerdictKind.OK)
+
+
+def end_txn_marker_of(batch_bytes: bytes) -> EndTxnMarkerInfo | None:
+    """The marker in a control batch, or None for an empty one (compaction leaves those) or one that
+    is not a transaction marker."""
+    batch = decode_batch(batch_bytes, verify_crc=False)
+    if not batch.records:
+        return None
+    record = batch.records[0]
+    try:
+        marker = decode_end_txn_marker(record)
+    except DecodeError:
+        return None
+    if marker.type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+        return None
+    return marker.coordinator_epoch, record.timestamp
+
+
+class ProducerStateManager:
+    def __init__(self, directory: Path, producer_id_expiration_ms: int) -> None:
+        self.directory = directory
+        self._expiration_ms = producer_id_expiration_ms
+        self._producers: dict[int, ProducerStateEntry] = {}
+        self._snapshots: dict[int, Path] = {}
+        self.map_end_offset = 0
+        self._last_snap_offset = 0
+        self._scan_snapshots()
+
+    def _scan_snapshots(self) -> None:
+        self._snapshots = {}
+        for path in self.directory.iterdir():
+            if path.name.endswith(SNAPSHOT_SUFFIX) and path.is_file():
+                offset = offset_from_file_name(path.name)
+                if offset is not None:
+                    self._snapshots[offset] = path
+
+    # --- state ---------------------------------------------------------------------------------
+
+    @property
+    def producers(self) -> Mapping[int, ProducerStateEntry]:
+        return MappingProxyType(self._producers)
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._producers
+
+    def is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
+        return entry.current_txn_first_offset is None and now_ms - entry.last_timestamp >= self._expiration_ms
+
+    def remove_expired_producers(self, now_ms: int) -> None:
+        for producer_id in [p for p, e in self._producers.items() if self.is_expired(e, now_ms)]:
+            del self._producers[producer_id]
+
+    # --- appends -------------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        pending: dict[int, ProducerStateEntry],
+        header: BatchHeader,
+        marker: EndTxnMarkerInfo | None,
+        *,
+        origin: AppendOrigin,
+        transaction_version: int = 0,
+    ) -> Verdict:
+        """Check one batch of an append and record its effect in ``pending`` (the entries updated so
+        far by this append, applied with ``commit``). Returns DUPLICATE (nothing should be written),
+        an error verdict, or OK."""
+        producer_id = header.producer_id
+        current = self._producers.get(producer_id)
+        updated = pending.get(producer_id)
+        if updated is None:
+            updated = replace(current, batches=()) if current is not None else ProducerStateEntry(producer_id)
+        if header.is_control:
+            if marker is None:
+                pending[producer_id] = updated
+                return _OK
+            coordinator_epoch, timestamp = marker
+            entry, verdict = append_end_txn_marker(
+                updated,
+                producer_epoch=header.producer_epoch,
+                coordinator_epoch=coordinator_epoch,
+                timestamp=timestamp,
+                origin=origin,
+                transaction_version=transaction_version,
+            )
+        else:
+            last_seq = (
+                NO_SEQUENCE
+                if header.base_sequence == NO_SEQUENCE
+                else increment_sequence(header.base_sequence, header.last_offset_delta)
+            )
+            verdict = check_sequence(
+                current if current is not None else ProducerStateEntry(producer_id),
+                header.producer_epoch,
+                header.base_sequence,
+                last_seq,
+                updated=updated,
+                origin=origin,
+            )
+            if not verdict.ok:
+                return verdict
+            entry, verdict = append_data_batch(
+                updated,
+                producer_epoch=header.producer_epoch,
+                last_seq=last_seq,
+                first_offset=header.base_offset,
+                last_offset=header.last_offset,
+                max_timestamp=header.max_timestamp,
+                is_transactional=header.is_transactional,
+            )
+        if verdict.ok:
+            pending[producer_id] = entry
+        return verdict
+
+    def commit(self, pending: Mapping[int, ProducerStateEntry]) -> None:
+        for producer_id, entry in pending.items():
+            self._producers[producer_id] = merge_entries(self._producers.get(producer_id), entry)
+
+    def apply_replicated(self, header: BatchHeader, marker: EndTxnMarkerInfo | None) -> None:
+        """Apply one batch already in the log, refusing nothing (log replay)."""
+        pending: dict[int, ProducerStateEntry] = {}
+        self.prepare(pending, header, marker, origin=AppendOrigin.REPLICATION)
+        self.commit(pending)
+
+    # --- snapshots -----------------------------------------------------------------------------
+
+    @property
+    def snapshot_offsets(self) -> list[int]:
+        return sorted(self._snapshots)
+
+    def take_snapshot(self) -> None:
+        """Write ``<map_end_offset>.snapshot`` unless the state has not moved since the last one."""
+        if self.map_end_offset > self._last_snap_offset:
+            path = self.directory / file_name(self.map_end_offset, SNAPSHOT_SUFFIX)
+            write_snapshot(path, self._producers.values())
+            self._snapshots[self.map_end_offset] = path
+            self._last_snap_offset = self.map_end_offset
+
+    def delete_snapshot(self, offset: int) -> None:
+        path = self._snapshots.pop(offset, None)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    def latest_snapshot_offset(self) -> int | None:
+        return max(self._snapshots) if self._snapshots else None
+
+    def remove_stray_snapshots(self, segment_base_offsets: Sequence[int]) -> None:
+        """Delete snapshots that match no segment, except the newest one if it lies above every
+        segment (the one a clean shutdown writes at the log end offset)."""
+        self._scan_snapshots()
+        bases = set(segment_base_offsets)
+        stray = [offset for offset in sorted(self._snapshots) if offset not in bases]
+        for offset in stray[:-1]:
+            self.delete_snapshot(offset)
+        if stray and segment_base_offsets and stray[-1] < max(segment_base_offsets):
+            self.delete_snapshot(stray[-1])
+
+    def _load_from_snapshot(self, log_start_offset: int, now_ms: int) -> None:
+        while self._snapshots:
+            offset = max(self._snapshots)
+            try:
+                entries = read_snapshot(self._snapshots[offset])
+            except (CorruptSnapshot, OSError):
+                self.delete_snapshot(offset)
+                continue
+            for entry in entries:
+                if not self.is_expired(entry, now_ms):
+                    self._producers[entry.producer_id] = entry
+            self._last_snap_offset = self.map_end_offset = offset
+            return
+        self._last_snap_offset = self.map_end_offset = log_start_offset
+
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+        """Drop snapshots outside (log start, log end]; if the state is not at the log end, reload it
+        from the latest remaining snapshot (the caller then replays the log after it)."""
+        for offset in list(self._snapshots):
+            if offset > log_end_offset or offset <= log_start_offset:
+                self.delete_snapshot(offset)
+        if log_end_offset != self.map_end_offset:
+            self._producers.clear()
+            self._load_from_snapshot(log_start_offset, now_ms)
+        else:
+            self.on_log_start_offset_incremented(log_start_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._producers.clear()
+        for snapshot_offset in list(self._snapshots):
+            self.delete_snapshot(snapshot_offset)
+        self._last_snap_offset = 0
+        self.map_end_offset = offset
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self.map_end_offset = max(self.map_end_offset, log_start_offset)
+        latest = self.latest_snapshot_offset()
+        self._last_snap_offset = latest if latest is not None else log_start_offset
+
+
+def rebuild_producer_state(
+    manager: ProducerStateManager,
+    segments: Sequence[LogSegment],
+    *,
+    log_start_offset: int,
+    last_offset: int,
+    now_ms: int,
+    reload_from_clean_shutdown: bool,
+) -> None:
+    """Bring ``manager`` to ``last_offset``: load the latest snapshot at or below it and replay the
+    batches after it (Kafka's ``UnifiedLog.rebuildProducerState``). As in Kafka, a clean shutdown that
+    left no snapshot at all is taken to mean "no producer state" and only empty snapshots are written."""
+    offsets_to_snapshot: list[int] = []
+    if segments:
+        if len(segments) > 1:
+            offsets_to_snapshot.append(segments[-2].base_offset)
+        offsets_to_snapshot.append(segments[-1].base_offset)
+    offsets_to_snapshot.append(last_offset)
+    if manager.latest_snapshot_offset() is None and reload_from_clean_shutdown:
+        for offset in offsets_to_snapshot:
+            manager.map_end_offset = offset
+            manager.take_snapshot()
+        return
+    empty_before = manager.is_empty and manager.map_end_offset >= last_offset
+    manager.truncate_and_reload(log_start_offset, last_offset, now_ms)
+    if last_offset > manager.map_end_offset and not empty_before:
+        for index, segment in enumerate(segments):
+            next_base = segments[index + 1].base_offset if index + 1 < len(segments) else None
+            if next_base is not None and next_base <= manager.map_end_offset:
+                continue  # wholly below the snapshot
+            if segment.base_offset >= last_offset:
+                break
+            start = max(segment.base_offset, manager.map_end_offset, log_start_offset)
+            manager.map_end_offset = start
+            if segment.base_offset in offsets_to_snapshot:
+                manager.take_snapshot()
+            _replay_segment(manager, segment, start, last_offset)
+    manager.map_end_offset = last_offset
+    manager.take_snapshot()
+
+
+def _replay_segment(manager: ProducerStateManager, segment: LogSegment, start: int, last_offset: int) -> None:
+    found = segment.translate_offset(start)
+    if found is None:
+        return
+    for position, header in segment.batches_from(found[0]):
+        if header.last_offset >= last_offset:
+            break  # Kafka reads up to the position of the batch holding last_offset
+        if header.producer_id < 0:
+            continue
+        marker = None
+        if header.is_control:
+            marker = end_txn_marker_of(segment.read_bytes(position, header.size_in_bytes))
+        manager.apply_replicated(header, marker)
