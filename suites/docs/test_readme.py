@@ -17,6 +17,6 @@ def test_python_examples_run():
 
 
 def test_ci_runs_the_readme_test_command():
-    commands = re.findall(r"```\n(python3 .*?)\n```", README)
+    commands = re.findall(r"```\n((?:python3|bash) .*?)\n```", README)
     assert len(commands) == 2, "the README has exactly two set-up commands"
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
