@@ -208,6 +208,27 @@ def _range_text(versions: tuple[int, int]) -> str:
     return f"{lo}-{hi}" if lo != hi else str(lo)
 
 
+class SplicedBuffer(bytearray):
+    """An output buffer that records fields may leave holes in: a ``records`` value that is not
+    bytes-like but has a length (a region of a log file) is noted in ``splices`` as (position, value)
+    instead of copied, so a server can send the file region itself (sendfile) at that point."""
+
+    __slots__ = ("splices",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.splices: list[tuple[int, object]] = []
+
+
+def append_records(out: bytearray, value) -> None:
+    try:
+        out += value
+    except TypeError:
+        if type(out) is not SplicedBuffer:
+            raise
+        out.splices.append((len(out), value))
+
+
 def write_tags(out: bytearray, known: list, unknown: list) -> None:
     """The tagged-field section: known and unknown tags together, ascending, each as tag, size, bytes."""
     tags = known + list(unknown) if unknown else known

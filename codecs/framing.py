@@ -21,6 +21,7 @@ __all__ = [
     "decode_request_header",
     "decode_request_lenient",
     "encode_response",
+    "encode_response_spliced",
     "decode_response",
     "decode_response_lenient",
     "peek_correlation_id",
@@ -193,6 +194,22 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     )
     body._encode_into(out, api_version)
     return bytes(out)
+
+
+def encode_response_spliced(api_key: int, api_version: int, correlation_id: int, body: Any):
+    """As ``encode_response``, but ``records`` values that are file regions (objects with a length
+    that are not bytes) are left out of the buffer and listed as ``(position, region)`` splices, for a
+    server to send with sendfile. Returns ``(buffer, splices, total_size)``."""
+    from ._runtime import SplicedBuffer
+
+    schema = api_schema(api_key)
+    schema.check(api_version)
+    out = SplicedBuffer()
+    _response_header_class()(correlation_id=correlation_id)._encode_into(
+        out, schema.response_header_version(api_version)
+    )
+    body._encode_into(out, api_version)
+    return out, out.splices, len(out) + sum(len(region) for _, region in out.splices)
 
 
 def _decode_response(frame, api_key: int, api_version: int, lenient: bool):

@@ -11,8 +11,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from kconform.codecs import DecodeError, api_schema, decode_request_header, encode_response
+from kconform.codecs import DecodeError, api_schema, decode_request_header
 from kconform.codecs.errors import Errors
+from kconform.codecs.framing import encode_response_spliced
 
 from .handlers import registered_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -46,9 +47,10 @@ class Dispatcher:
     def supported_versions(self) -> dict[int, tuple[int, int]]:
         return {key: (h.min_version, h.max_version) for key, h in self.handlers.items()}
 
-    async def handle(self, frame: bytes, *, peer: str, connection_id: int) -> bytes | None:
-        """The response frame (without size prefix), None when no response is due; raises
-        CloseConnection when the connection must be closed."""
+    async def handle(self, frame: bytes, *, peer: str, connection_id: int):
+        """The response frame (without size prefix) as ``(buffer, splices, size)`` (see
+        ``encode_response_spliced``), or None when no response is due; raises CloseConnection when the
+        connection must be closed."""
         try:
             header, body_offset = decode_request_header(frame)
         except DecodeError as exc:
@@ -59,7 +61,7 @@ class Dispatcher:
         if handler is None or not handler.supports(version):
             if api_key == API_VERSIONS:
                 body = unsupported_version_response(self.supported_versions())
-                return encode_response(API_VERSIONS, 0, header.correlation_id, body)
+                return encode_response_spliced(API_VERSIONS, 0, header.correlation_id, body)
             log.warning(
                 "closing connection from %s: unsupported request API key %s version %s",
                 peer,
@@ -92,4 +94,4 @@ class Dispatcher:
             response.error_code = Errors.UNKNOWN_SERVER_ERROR
         if response is None:
             return None
-        return encode_response(api_key, version, header.correlation_id, response)
+        return encode_response_spliced(api_key, version, header.correlation_id, response)

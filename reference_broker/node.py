@@ -197,6 +197,15 @@ class BrokerNode:
         self._open_partitions(topic)
         return topic
 
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a topic's stored config overrides and apply them to its open partitions."""
+        self.topics.set_configs(name, configs)
+        settings = self.topic_settings(configs)
+        for (topic_name, _index), partition in self.partitions.items():
+            if topic_name == name:
+                partition.configure(settings)
+                partition.log.update_config(LogConfig.from_topic_configs(settings))
+
     def delete_topic(self, name: str) -> None:
         topic = self.topics.delete(name)
         for state in topic.partitions:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kconform.codecs.errors import Errors
 
-__all__ = ["Partition", "PartitionError", "AppendResult", "FetchRead"]
+__all__ = ["Partition", "PartitionError", "AppendResult", "FetchRead", "LogSlice"]
 
 
 class PartitionError(Exception):
@@ -32,9 +32,25 @@ class AppendResult:
     log_append_time_ms: int
 
 
+class LogSlice:
+    """Record bytes still in a segment file: the response encoder leaves a hole for them and the
+    server sends them straight from the file (sendfile), never copying them through Python."""
+
+    __slots__ = ("region",)
+
+    def __init__(self, region) -> None:
+        self.region = region
+
+    def __len__(self) -> int:
+        return self.region.size
+
+    def read(self) -> bytes:
+        return self.region.read()
+
+
 @dataclass(slots=True)
 class FetchRead:
-    records: bytes
+    records: bytes | LogSlice
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -191,7 +207,7 @@ class Partition:
         except OffsetOutOfRange:
             raise PartitionError(Errors.OFFSET_OUT_OF_RANGE) from None
         return FetchRead(
-            records=result.read_bytes(),
+            records=LogSlice(result.region) if result.region is not None else b"",
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self.log_start_offset,
@@ -223,7 +239,7 @@ class Partition:
 
     def _epoch_at(self, offset: int) -> int:
         epoch = -1
-        for entry in self.log.epoch_entries():
+        for entry in self.log.epoch_entries:
             if entry.start_offset <= offset:
                 epoch = entry.epoch
         return epoch

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import struct
 
-from kconform.codecs import FrameDecoder, FrameTooLarge, size_prefixed
+from kconform.codecs import FrameDecoder, FrameTooLarge
 
 from .dispatch import CloseConnection, Dispatcher
 
@@ -19,6 +21,30 @@ __all__ = ["BrokerServer"]
 
 log = logging.getLogger(__name__)
 _READ_SIZE = 256 * 1024
+_SIZE = struct.Struct(">i")
+
+
+async def _send(writer: asyncio.StreamWriter, buffer: bytearray, splices: list, size: int) -> None:
+    """Write one response frame; record bytes still in log files go out with sendfile."""
+    writer.write(_SIZE.pack(size))
+    if not splices:
+        writer.write(buffer)
+        await writer.drain()
+        return
+    loop = asyncio.get_running_loop()
+    view = memoryview(buffer)
+    position = 0
+    for at, records in splices:
+        writer.write(view[position:at])
+        await writer.drain()
+        region = records.region
+        with os.fdopen(os.dup(region.fd), "rb") as file:
+            sent = await loop.sendfile(writer.transport, file, region.position, region.size)
+        if sent != region.size:  # the segment shrank under us: the frame cannot be completed
+            raise ConnectionError(f"sent {sent} of {region.size} record bytes; closing the connection")
+        position = at
+    writer.write(view[position:])
+    await writer.drain()
 
 
 class BrokerServer:
@@ -62,8 +88,7 @@ class BrokerServer:
                 for frame in decoder:
                     response = await self.dispatcher.handle(frame, peer=peer, connection_id=connection_id)
                     if response is not None:
-                        writer.write(size_prefixed(response))
-                        await writer.drain()
+                        await _send(writer, *response)
         except FrameTooLarge as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except CloseConnection:

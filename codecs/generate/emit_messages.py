@@ -491,7 +491,10 @@ class _ModuleEmitter:
             else:
                 c(f"{n} = len({var})")
                 self.write_length(n, p.compact, True, out)
-                c(f"{out} += {var}")
+                if kind == "records":  # may be a file region to splice in (zero-copy fetch)
+                    c(f"_append_records({out}, {var})")
+                else:
+                    c(f"{out} += {var}")
             if nullable:
                 c.depth -= 1
             return
@@ -631,6 +634,7 @@ class _ModuleEmitter:
             "    unpack_from as _unpack_from,",
             "    write_tags as _write_tags,",
             "    write_uvarint as _write_uvarint,",
+            "    append_records as _append_records,",
             ")",
             "",
             "_UUID = UUID",

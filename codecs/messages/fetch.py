@@ -25,6 +25,7 @@ from .._runtime import (
     unpack_from as _unpack_from,
     write_tags as _write_tags,
     write_uvarint as _write_uvarint,
+    append_records as _append_records,
 )
 
 _UUID = UUID
@@ -1901,7 +1902,7 @@ def _enc_FetchResponse_PartitionData_v0(out, o):
     else:
         n0 = len(v)
         out += _I32.pack(n0)
-        out += v
+        _append_records(out, v)
 
 def _dec_FetchResponse_FetchableTopicResponse_v0(buf, pos):
     blen = len(buf)
@@ -2072,7 +2073,7 @@ def _enc_FetchResponse_PartitionData_v4(out, o):
     else:
         n0 = len(v)
         out += _I32.pack(n0)
-        out += v
+        _append_records(out, v)
 
 def _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos):
     blen = len(buf)
@@ -2203,7 +2204,7 @@ def _enc_FetchResponse_PartitionData_v5(out, o):
     else:
         n0 = len(v)
         out += _I32.pack(n0)
-        out += v
+        _append_records(out, v)
 
 def _dec_FetchResponse_FetchableTopicResponse_v5(buf, pos):
     blen = len(buf)
@@ -2362,7 +2363,7 @@ def _enc_FetchResponse_PartitionData_v11(out, o):
     else:
         n0 = len(v)
         out += _I32.pack(n0)
-        out += v
+        _append_records(out, v)
 
 def _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos):
     blen = len(buf)
@@ -2637,7 +2638,7 @@ def _enc_FetchResponse_PartitionData_v12(out, o):
             out.append(n0 + 1)
         else:
             _write_uvarint(out, n0 + 1)
-        out += v
+        _append_records(out, v)
     tags = []
     v = o.diverging_epoch
     if v != _C_FetchResponse_EpochEndOffset():

@@ -25,6 +25,7 @@ from .._runtime import (
     unpack_from as _unpack_from,
     write_tags as _write_tags,
     write_uvarint as _write_uvarint,
+    append_records as _append_records,
 )
 
 _UUID = UUID
@@ -742,7 +743,7 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(out, o):
         out.append(n0 + 1)
     else:
         _write_uvarint(out, n0 + 1)
-    out += v
+    _append_records(out, v)
     tags = []
     v = o.current_leader
     if v != _C_FetchSnapshotResponse_LeaderIdAndEpoch():

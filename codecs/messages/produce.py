@@ -25,6 +25,7 @@ from .._runtime import (
     unpack_from as _unpack_from,
     write_tags as _write_tags,
     write_uvarint as _write_uvarint,
+    append_records as _append_records,
 )
 
 _UUID = UUID
@@ -144,7 +145,7 @@ def _enc_ProduceRequest_PartitionProduceData_v0(out, o):
     else:
         n0 = len(v)
         out += _I32.pack(n0)
-        out += v
+        _append_records(out, v)
 
 def _dec_ProduceRequest_TopicProduceData_v0(buf, pos):
     blen = len(buf)
@@ -308,7 +309,7 @@ def _enc_ProduceRequest_PartitionProduceData_v9(out, o):
             out.append(n0 + 1)
         else:
             _write_uvarint(out, n0 + 1)
-        out += v
+        _append_records(out, v)
     if o.unknown_tagged_fields:
         _write_tags(out, [], o.unknown_tagged_fields)
     else:

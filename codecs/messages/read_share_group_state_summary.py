@@ -25,6 +25,7 @@ from .._runtime import (
     unpack_from as _unpack_from,
     write_tags as _write_tags,
     write_uvarint as _write_uvarint,
+    append_records as _append_records,
 )
 
 _UUID = UUID
