@@ -19,7 +19,15 @@ from pathlib import Path
 from .report import Comparison
 
 VALUE_BYTES = 100
-PARTITIONS = 4
+# librdkafka's mock cluster keeps at most a few MB per partition in memory and drops older batches, so
+# the load is spread over enough partitions that every record is still there for the consumer.
+MOCK_RETAINED_BYTES_PER_PARTITION = 2 * 1024 * 1024
+RECORD_OVERHEAD_BYTES = 20
+
+
+def partitions_for(records: int) -> int:
+    total = records * (VALUE_BYTES + RECORD_OVERHEAD_BYTES)
+    return max(4, -(-total // MOCK_RETAINED_BYTES_PER_PARTITION))
 
 
 @dataclass(slots=True)
@@ -38,7 +46,7 @@ class LoadResult:
         return self.records / self.consume_s
 
 
-def run_load(bootstrap: str, topic: str, records: int, acks: str) -> LoadResult:
+def run_load(bootstrap: str, topic: str, records: int, acks: str, partitions: int) -> LoadResult:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     producer = Producer(
@@ -64,7 +72,7 @@ def run_load(bootstrap: str, topic: str, records: int, acks: str) -> LoadResult:
     for i in range(records):
         while True:
             try:
-                producer.produce(topic, value=value, partition=i % PARTITIONS, on_delivery=delivered)
+                producer.produce(topic, value=value, partition=i % partitions, on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -83,7 +91,7 @@ def run_load(bootstrap: str, topic: str, records: int, acks: str) -> LoadResult:
             "max.partition.fetch.bytes": 10_485_760,
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
     start = time.perf_counter()
     deadline = start + 300
@@ -100,7 +108,7 @@ def run_load(bootstrap: str, topic: str, records: int, acks: str) -> LoadResult:
     return LoadResult(records, produce_s, consume_s, p99)
 
 
-def _reference_target(data_dir: Path):
+def _reference_target(data_dir: Path, partitions: int):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from kconform.reference_broker.process import start_broker_process
@@ -109,23 +117,27 @@ def _reference_target(data_dir: Path):
 
     def create(topic: str) -> None:
         admin = AdminClient({"bootstrap.servers": node.bootstrap})
-        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
     return node.bootstrap, create, node.stop
 
 
-def _mock_target():
+def _mock_target(partitions: int):
     from ..targets.rdkafka_mock import RdkafkaMockCluster
 
     mock = RdkafkaMockCluster(1)
-    return mock.bootstrap, lambda topic: mock.create_topic(topic, PARTITIONS, 1), mock.close
+    return mock.bootstrap, lambda topic: mock.create_topic(topic, partitions, 1), mock.close
 
 
 def run(*, records: int, as_json: bool) -> list[Comparison]:
     rows: list[Comparison] = []
     results: dict[tuple[str, str], LoadResult] = {}
     with tempfile.TemporaryDirectory(prefix="kconform-bench-") as tmp:
-        targets = (("rdkafka-mock", _mock_target), ("reference", lambda: _reference_target(Path(tmp))))
+        partitions = partitions_for(records)
+        targets = (
+            ("rdkafka-mock", lambda: _mock_target(partitions)),
+            ("reference", lambda: _reference_target(Path(tmp), partitions)),
+        )
         for target, build in targets:
             bootstrap, create, stop = build()
             try:
@@ -133,7 +145,7 @@ def run(*, records: int, as_json: bool) -> list[Comparison]:
                     topic = f"bench-{acks}-{uuid.uuid4().hex[:6]}"
                     create(topic)
                     print(f"{target}: acks={acks}, {records:,} records ...", file=sys.stderr, flush=True)
-                    results[(target, acks)] = run_load(bootstrap, topic, records, acks)
+                    results[(target, acks)] = run_load(bootstrap, topic, records, acks, partitions)
             finally:
                 stop()
     mb = records * VALUE_BYTES / 1e6
