@@ -181,6 +181,15 @@ class BrokerNode:
                 clock=self.clock.now_ms,
                 topic_id=topic.topic_id,
             )
+            if partition_log.recovered_bytes_truncated:
+                log.warning(
+                    "recovery of %s-%s truncated %d bytes of torn or corrupt batches; the log now ends at "
+                    "offset %d",
+                    topic.name,
+                    state.index,
+                    partition_log.recovered_bytes_truncated,
+                    partition_log.log_end_offset,
+                )
             self.partitions[key] = Partition(self, topic.name, state.index, partition_log, settings)
 
     def create_topic(self, name: str, replicas: list[list[int]], configs: dict[str, str]) -> TopicState:
@@ -230,3 +239,20 @@ class BrokerNode:
             topic = self.topics.by_id(topic_key)
             return (topic.name if topic else topic_key, index)
         return (topic_key, index)
+
+    # ---- admin (added for the admin handlers) -----------------------------------------------------
+
+    def alter_broker_configs(
+        self, *, per_broker: dict[str, str] | None = None, cluster_default: dict[str, str] | None = None
+    ) -> None:
+        """Replace a dynamic broker config layer (AlterConfigs / IncrementalAlterConfigs on a BROKER
+        resource, already validated) and give every partition the topic settings that follow from it.
+        Kept in memory: Kafka keeps these in its metadata log, this node does not persist them yet."""
+        self.config = self.config.with_dynamic(cluster_default=cluster_default, per_broker=per_broker)
+        for topic in self.topics:
+            settings = self.topic_settings(topic.configs)
+            for state in topic.partitions:
+                partition = self.partitions.get((topic.name, state.index))
+                if partition is not None:
+                    partition.configure(settings)
+                    partition.log.update_config(LogConfig.from_topic_configs(settings))

@@ -87,6 +87,10 @@ class Partition:
         self.log = log
         self.watch_key = (topic_name, index)
         self.configure(settings)
+        # Becoming leader (Kafka's makeLeader): with no other in-sync replica everything in the log is
+        # replicated, so the high watermark moves to the log end, which after an unclean restart can be
+        # past the last high watermark checkpoint.
+        self._advance_high_watermark()
 
     def configure(self, settings: dict[str, str]) -> None:
         self.settings = dict(settings)
