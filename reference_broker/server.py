@@ -95,6 +95,10 @@ class BrokerServer:
             pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # Shutdown. Ending the task normally, not as cancelled, keeps asyncio's stream callback in
+            # Python 3.11 from logging the cancellation as an error.
+            pass
         finally:
             self._connections.discard(task)
             writer.close()
