@@ -103,6 +103,11 @@ def load_log(
             epochs.assign(epoch, header.base_offset)
 
     segments, truncated = _load_segments(directory, config, now_ms, roll_jitter, assign_epoch)
+    if had_clean_shutdown and segments and not segments[-1].tail_is_whole():
+        # Kafka trusts the clean-shutdown marker and skips recovery; a torn or extended last segment
+        # under a marker would then fail every read, so the last segment is recovered after all.
+        had_clean_shutdown = False
+        recovery_checkpoint = min(recovery_checkpoint, segments[-1].base_offset)
     if not had_clean_shutdown:
         segments, recovered = _recover_unflushed(segments, recovery_checkpoint, assign_epoch)
         truncated += recovered

@@ -269,6 +269,18 @@ class LogSegment:
             last = header
         return self.base_offset if last is None else last.next_offset
 
+    def tail_is_whole(self) -> bool:
+        """Whether the batches after the last index entry run exactly to the end of the file: a
+        cheap check that a log said to be cleanly shut down was not torn or appended to since."""
+        _, position = self.offset_index.lookup(self.offset_index.last_offset)
+        end = position
+        try:
+            for batch_position, header in self.batches_from(position):
+                end = batch_position + header.size_in_bytes
+        except Exception:  # any unreadable header means the tail needs recovery
+            return False
+        return end == self._size
+
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> TimestampAndOffset | None:
         """The first record at or after ``starting_offset`` with a timestamp at or above ``timestamp``
         (Kafka's ``findOffsetByTimestamp`` then ``FileRecords.searchForTimestamp``)."""
