@@ -29,7 +29,18 @@ class Handler:
 
 
 _HANDLERS: dict[int, Handler] = {}
-_MODULES = ("api_versions", "metadata", "topics", "produce", "fetch", "list_offsets", "producers")
+_MODULES = (
+    "api_versions",
+    "metadata",
+    "topics",
+    "produce",
+    "fetch",
+    "list_offsets",
+    "producers",
+    "configs",
+    "cluster",
+    "records_admin",
+)
 
 
 def handles(api_key: int, *, min_version: int | None = None, max_version: int | None = None):

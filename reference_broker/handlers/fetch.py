@@ -6,7 +6,9 @@ only per-partition limits apply), and the first partition that has data returns 
 batch even when it is larger than the limits; reads stop at the high watermark (read_uncommitted) or
 the last stable offset (read_committed); a fetch that found fewer than min_bytes and no errors waits up
 to max_wait_ms for new data; a current_leader_epoch older than the partition's is
-FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (from v16 a fenced partition names the current leader);
+a partition that cannot be read (offset out of range, ...) reports -1 for its high watermark and log
+start and last stable offsets; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
 
 from __future__ import annotations
 
@@ -78,11 +80,8 @@ def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation
                 current_leader_epoch=wanted.current_leader_epoch,
             )
         except PartitionError as exc:
+            # ReplicaManager.createLogReadResult(e): no high watermark, log start or last stable offset
             results[key] = _error_data(index, exc.code)
-            if exc.code == Errors.OFFSET_OUT_OF_RANGE:
-                results[key].high_watermark = partition.high_watermark
-                results[key].log_start_offset = partition.log_start_offset
-                results[key].last_stable_offset = partition.last_stable_offset
             errored = True
             continue
         size = len(read.records)
@@ -164,7 +163,29 @@ async def fetch(broker, ctx, request) -> FetchResponse:
                 error=data.error_code,
             )
         }
-    return FetchResponse(error_code=Errors.NONE, session_id=session_id, responses=_group(version, results))
+    return FetchResponse(
+        error_code=Errors.NONE,
+        session_id=session_id,
+        responses=_group(version, results),
+        node_endpoints=_point_to_leaders(broker, results) if version >= 16 else [],
+    )
+
+
+def _point_to_leaders(broker, results: dict) -> list:
+    """v16+ (KIP-951): a partition refused for a changed leadership names the current leader and
+    epoch, and the response carries that leader's endpoint (KafkaApis.handleFetchRequest,
+    getCurrentLeader)."""
+    endpoints = {}
+    for (topic_id, index), data in results.items():
+        if data.error_code not in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
+            continue
+        partition = broker.partition_by_key(topic_id, index, by_id=True)
+        leader, epoch = (partition.state.leader, partition.leader_epoch) if partition else (-1, -1)
+        data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+        if leader == broker.node_id:
+            host, port = broker.advertised_address
+            endpoints[leader] = FetchResponse.NodeEndpoint(node_id=leader, host=host, port=port, rack=None)
+    return list(endpoints.values())
 
 
 def _group(version: int, results: dict) -> list:

@@ -2,9 +2,11 @@
 
 Kafka's rules (KafkaApis.handleTopicMetadataRequest): a null topic list means every topic (v1+; an
 empty list means all topics at v0 and none from v1); unknown topics are created when the request allows
-it (v4+, always before) and auto.create.topics.enable is on, and are reported as LEADER_NOT_AVAILABLE
-while they are being created; illegal names get INVALID_TOPIC_EXCEPTION; topics asked for by id (v10+)
-that do not exist get UNKNOWN_TOPIC_ID."""
+it (v4+, always before) and auto.create.topics.enable is on, and are reported as
+UNKNOWN_TOPIC_OR_PARTITION this time (a KRaft broker forwards the creation to the controller and
+answers before it lands: AutoTopicCreationManager.sendCreateTopicRequest), found by the next request;
+illegal names get INVALID_TOPIC_EXCEPTION; topics asked for by id (v10+) that do not exist get
+UNKNOWN_TOPIC_ID."""
 
 from __future__ import annotations
 
@@ -87,7 +89,7 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                 topics.append(_error_topic(name, None, Errors.INVALID_TOPIC_EXCEPTION))
             elif allow_create and name not in INTERNAL_TOPICS:
                 broker.auto_create_topic(name)
-                topics.append(_error_topic(name, None, Errors.LEADER_NOT_AVAILABLE))
+                topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
     host, port = broker.advertised_address

@@ -1,11 +1,15 @@
 """Produce (key 0).
 
-Kafka's rules (KafkaApis.handleProduceRequest, ReplicaManager.appendRecords): acks must be -1, 0 or 1,
-else every partition gets INVALID_REQUIRED_ACKS; unknown topics or partitions get
-UNKNOWN_TOPIC_OR_PARTITION; each partition's records are validated and appended on their own, so one
-bad partition does not fail the others; acks=-1 waits until the high watermark passes the append (or
-the request times out with REQUEST_TIMED_OUT); acks=0 sends no response, and closes the connection
-when any partition failed, so the client notices."""
+Kafka's rules (KafkaApis.handleProduceRequest, ReplicaManager.handleProduceAppend/appendRecords), in
+Kafka's order: the first batch of every partition is read first, and a corrupt one fails the whole
+request (``check_request_records``); then unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION
+and the others go through ProduceRequest.validateRecords and the transactional-batch walk
+(``check_partition_records``: partition errors, or again a failure of the whole request); only the
+partitions left reach the acks check, where anything but -1, 0 or 1 is INVALID_REQUIRED_ACKS for each.
+Each partition's records are then validated and appended on their own, so one bad partition does not
+fail the others; acks=-1 waits until the high watermark passes the append (or the request times out
+with REQUEST_TIMED_OUT); acks=0 sends no response, and closes the connection when any partition
+failed, so the client notices."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from kconform.codecs.messages import ProduceResponse
 
 from ..dispatch import CloseConnection
 from ..partition import PartitionError
+from ..validation import RecordsRejected, RejectionScope, check_partition_records, check_request_records
 from . import handles
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -40,18 +45,39 @@ def _error(index: int, code: int, message: str | None = None, record_errors=()) 
 async def produce(broker, ctx, request) -> ProduceResponse | None:
     version = ctx.api_version
     acks = request.acks
+    try:
+        for topic_data in request.topic_data:
+            for data in topic_data.partition_data:
+                check_request_records(data.records)
+    except RecordsRejected as exc:
+        return _fail_request(request, exc)
+    checked: dict[tuple[str, int], PartitionResponse | None] = {}
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            if broker.partition(topic_data.name, data.index) is None:
+                checked[(topic_data.name, data.index)] = _error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            try:
+                check_partition_records(data.records, produce_version=version)
+            except RecordsRejected as exc:
+                if exc.scope is not RejectionScope.PARTITION:
+                    return _fail_request(request, exc)
+                checked[(topic_data.name, data.index)] = _error(data.index, exc.error_code)
+                continue
+            checked[(topic_data.name, data.index)] = None
     results: list[tuple[str, list[PartitionResponse]]] = []
     waits = []
     for topic_data in request.topic_data:
         partitions = []
         for data in topic_data.partition_data:
+            early = checked[(topic_data.name, data.index)]
+            if early is not None:
+                partitions.append(early)
+                continue
             if acks not in (-1, 0, 1):
                 partitions.append(_error(data.index, Errors.INVALID_REQUIRED_ACKS))
                 continue
             partition = broker.partition(topic_data.name, data.index)
-            if partition is None:
-                partitions.append(_error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
             try:
                 appended = partition.append_records(
                     data.records,
@@ -81,6 +107,24 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
         return None
     responses = [
         ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts) for name, parts in results
+    ]
+    return ProduceResponse(responses=responses)
+
+
+def _fail_request(request, exc: RecordsRejected) -> ProduceResponse | None:
+    """Kafka's ProduceRequest.getErrorResponse for an exception out of the handler: every partition
+    gets the error (and its message); acks=0 closes the connection instead. Where Kafka's error path
+    itself throws (null records) it never answers: the connection is closed here too."""
+    if request.acks == 0 or exc.scope is RejectionScope.NO_RESPONSE:
+        raise CloseConnection
+    responses = [
+        ProduceResponse.TopicProduceResponse(
+            name=topic_data.name,
+            partition_responses=[
+                _error(data.index, exc.error_code, exc.error_message) for data in topic_data.partition_data
+            ],
+        )
+        for topic_data in request.topic_data
     ]
     return ProduceResponse(responses=responses)
 

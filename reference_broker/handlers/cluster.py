@@ -1,0 +1,56 @@
+"""DescribeCluster (key 60): the brokers, the cluster id and the controller id.
+
+Kafka's rules (KafkaApis.handleDescribeCluster, AuthHelper.computeDescribeClusterResponse): the request's
+endpoint type must be one Kafka knows (1 brokers, 2 controllers; any other is UNSUPPORTED_ENDPOINT_TYPE,
+INVALID_REQUEST at v0) and the one this listener serves (brokers; asking a broker for controllers is
+MISMATCHED_ENDPOINT_TYPE); on error every other field keeps its default. A KRaft broker names a live
+broker as the controller (clients cannot reach KRaft controllers through it). Cluster authorized
+operations are filled only when asked for: with no authorizer, every operation on CLUSTER.
+v2 (include_fenced_brokers) is not in the message definitions the codecs are built from."""
+
+from __future__ import annotations
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import DescribeClusterResponse
+
+from . import handles
+
+BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINTS: "BROKER", CONTROLLER_ENDPOINTS: "CONTROLLER"}
+# AclEntry.supportedOperations(CLUSTER): CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, as Utils.to32BitField.
+_ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+_UNSET = -(2**31)
+
+
+@handles(60)
+async def describe_cluster(broker, ctx, request) -> DescribeClusterResponse:
+    wanted = request.endpoint_type
+    if wanted not in _ENDPOINT_NAMES:
+        return DescribeClusterResponse(
+            error_code=Errors.INVALID_REQUEST if ctx.api_version == 0 else Errors.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message=f"Unsupported endpoint type {wanted}",
+        )
+    if wanted != BROKER_ENDPOINTS:
+        return DescribeClusterResponse(
+            error_code=Errors.INVALID_REQUEST if ctx.api_version == 0 else Errors.MISMATCHED_ENDPOINT_TYPE,
+            error_message=(
+                f"The request was sent to an endpoint of type {_ENDPOINT_NAMES[BROKER_ENDPOINTS]}, but we "
+                f"wanted an endpoint of type {_ENDPOINT_NAMES[wanted]}"
+            ),
+        )
+    host, port = broker.advertised_address
+    brokers = [  # this node is the whole cluster until replication lands
+        DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=broker.node_id, host=host, port=port, rack=broker.config["broker.rack"]
+        )
+    ]
+    return DescribeClusterResponse(
+        endpoint_type=BROKER_ENDPOINTS,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        brokers=brokers,
+        cluster_authorized_operations=(
+            _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _UNSET
+        ),
+    )
