@@ -89,7 +89,10 @@ class Partition:
         self.configure(settings)
         # Becoming leader (Kafka's makeLeader): with no other in-sync replica everything in the log is
         # replicated, so the high watermark moves to the log end, which after an unclean restart can be
-        # past the last high watermark checkpoint.
+        # past the last high watermark checkpoint. The new leader epoch starts at the log end offset.
+        latest = self.log.latest_epoch
+        if latest is None or latest < self.leader_epoch:
+            self.log.assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
         self._advance_high_watermark()
 
     def configure(self, settings: dict[str, str]) -> None:
@@ -226,8 +229,8 @@ class Partition:
 
         self.check_leader_epoch(current_leader_epoch)
         upper = self.last_stable_offset if read_committed else self.high_watermark
-        if timestamp == LATEST_TIMESTAMP:
-            return upper, -1, self._epoch_at(upper)
+        if timestamp == LATEST_TIMESTAMP:  # Kafka answers with the partition's leader epoch
+            return upper, -1, self.leader_epoch
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             found = self.log.fetch_offset_by_timestamp(timestamp)
             return found.offset, -1, found.leader_epoch if found.leader_epoch is not None else -1
@@ -240,13 +243,6 @@ class Partition:
         if found is None or found.offset >= upper:
             return -1, -1, -1
         return found.offset, found.timestamp, found.leader_epoch if found.leader_epoch is not None else -1
-
-    def _epoch_at(self, offset: int) -> int:
-        epoch = -1
-        for entry in self.log.epoch_entries:
-            if entry.start_offset <= offset:
-                epoch = entry.epoch
-        return epoch
 
     def legacy_offsets(self, timestamp: int, max_num_offsets: int) -> list[int]:
         """ListOffsets v0: segment base offsets at or before the timestamp, newest first (Kafka's
