@@ -78,7 +78,12 @@ async def _run(node, host: str, port: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    bound_host, bound_port = await node.start(host, port)
+    try:
+        bound_host, bound_port = await node.start(host, port)
+    except OSError as exc:
+        await node.stop()
+        message = f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another --listen)"
+        raise click.ClickException(message) from None
     print(f"kconform broker {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
     try:
         await stop.wait()
