@@ -53,7 +53,8 @@ class BrokerServer:
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_s
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
+        self._stopping = False
         self._ids = itertools.count(1)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
@@ -62,21 +63,30 @@ class BrokerServer:
         return sockname[0], sockname[1]
 
     async def stop(self) -> None:
+        """Close every connection whatever its client is doing (Kafka's SocketServer.shutdown):
+        aborting the transports ends every read at once, so no cancellation can be lost in a read
+        that completes at the same moment."""
+        self._stopping = True
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
-        for task in list(self._connections):
+        for task, writer in list(self._connections.items()):
+            writer.transport.abort()
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        self._connections.add(task)
+        if self._stopping:
+            writer.transport.abort()
+            return
+        self._connections[task] = writer
         connection_id = next(self._ids)
         peer = "{}:{}".format(*writer.get_extra_info("peername")[:2])
         decoder = FrameDecoder(max_frame_size=self.max_request_bytes)
         try:
-            while True:
+            while not self._stopping:
                 try:
                     data = await asyncio.wait_for(reader.read(_READ_SIZE), self.idle_timeout_s)
                 except TimeoutError:
@@ -100,7 +110,7 @@ class BrokerServer:
             # Python 3.11 from logging the cancellation as an error.
             pass
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
             try:
                 await writer.wait_closed()

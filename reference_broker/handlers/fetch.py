@@ -7,10 +7,13 @@ batch even when it is larger than the limits; reads stop at the high watermark (
 the last stable offset (read_committed); a fetch that found fewer than min_bytes and no errors waits up
 to max_wait_ms for new data; a current_leader_epoch older than the partition's is
 FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (from v16 a fenced partition names the current leader);
-a partition that cannot be read (offset out of range, ...) reports -1 for its high watermark and log
-start and last stable offsets; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
+a partition that cannot be read (offset out of range, ...; an unexpected failure, such as a negative
+max bytes reaching a segment, is UNKNOWN_SERVER_ERROR) reports -1 for its high watermark and log start
+and last stable offsets; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
 
 from __future__ import annotations
+
+import logging
 
 from kconform.codecs._runtime import ZERO_UUID
 from kconform.codecs.errors import Errors
@@ -20,6 +23,7 @@ from ..fetch_sessions import CachedPartition
 from ..partition import PartitionError
 from . import handles
 
+log = logging.getLogger(__name__)
 PartitionData = FetchResponse.PartitionData
 READ_COMMITTED = 1
 
@@ -82,6 +86,11 @@ def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation
         except PartitionError as exc:
             # ReplicaManager.createLogReadResult(e): no high watermark, log start or last stable offset
             results[key] = _error_data(index, exc.code)
+            errored = True
+            continue
+        except Exception:  # readFromLocalLog's catch-all, e.g. a negative max size reaching a segment
+            log.exception("fetch of %s-%s at offset %s failed", topic_key, index, wanted.fetch_offset)
+            results[key] = _error_data(index, Errors.UNKNOWN_SERVER_ERROR)
             errored = True
             continue
         size = len(read.records)

@@ -5,8 +5,9 @@ empty list means all topics at v0 and none from v1); unknown topics are created 
 it (v4+, always before) and auto.create.topics.enable is on, and are reported as
 UNKNOWN_TOPIC_OR_PARTITION this time (a KRaft broker forwards the creation to the controller and
 answers before it lands: AutoTopicCreationManager.sendCreateTopicRequest), found by the next request;
-illegal names get INVALID_TOPIC_EXCEPTION; topics asked for by id (v10+) that do not exist get
-UNKNOWN_TOPIC_ID."""
+illegal names get INVALID_TOPIC_EXCEPTION; topics asked for by id (v12+) that do not exist get
+UNKNOWN_TOPIC_ID, and v10-11 requests with a null name or a topic id fail whole with INVALID_REQUEST
+(MetadataRequest.getErrorResponse)."""
 
 from __future__ import annotations
 
@@ -56,9 +57,31 @@ def _error_topic(name, topic_id, code: int) -> MetadataResponse.MetadataResponse
     )
 
 
+def _invalid_request(request) -> MetadataResponse:
+    """MetadataRequest.getErrorResponse: every topic asked for, with the error and no partitions."""
+    return MetadataResponse(
+        brokers=[],
+        cluster_id=None,
+        controller_id=-1,
+        topics=[
+            MetadataResponse.MetadataResponseTopic(
+                error_code=Errors.INVALID_REQUEST,
+                name=t.name if t.name is not None else "",
+                topic_id=t.topic_id,
+                is_internal=False,
+                partitions=[],
+            )
+            for t in request.topics
+        ],
+    )
+
+
 @handles(3)
 async def metadata(broker, ctx, request) -> MetadataResponse:
     version = ctx.api_version
+    # Topic ids are for v12+: at v10-11 a null name or a topic id is InvalidRequestException.
+    if version < 12 and request.topics and any(t.name is None or t.topic_id.int for t in request.topics):
+        return _invalid_request(request)
     include_ops = version >= 8 and request.include_topic_authorized_operations
     if request.topics is None or (version == 0 and not request.topics):
         wanted = None
