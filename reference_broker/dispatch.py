@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from kconform.codecs import DecodeError, api_schema, decode_request_header
+from kconform.codecs import CodecError, DecodeError, api_schema, decode_request_header
 from kconform.codecs.errors import Errors
 from kconform.codecs.framing import encode_response_spliced
 
@@ -90,10 +90,22 @@ class Dispatcher:
             raise
         except Exception:
             log.exception("%s v%s from %s failed", schema.name, version, peer)
-            response = schema.response()
-            if not hasattr(response, "error_code"):
-                raise CloseConnection from None
-            response.error_code = Errors.UNKNOWN_SERVER_ERROR
+            response = _error_response(schema.response, version)
         if response is None:
             return None
-        return encode_response_spliced(api_key, version, header.correlation_id, response)
+        try:
+            return encode_response_spliced(api_key, version, header.correlation_id, response)
+        except CodecError:
+            log.exception("%s v%s response to %s cannot be encoded", schema.name, version, peer)
+            raise CloseConnection from None
+
+
+def _error_response(response_class, version: int):
+    """UNKNOWN_SERVER_ERROR in a top-level error field; without one at this version, no answer can
+    say what went wrong and the connection is closed."""
+    field = next((f for f in response_class._fields_ if f.attr == "error_code"), None)
+    if field is None or not field.present(version):
+        raise CloseConnection
+    response = response_class()
+    response.error_code = Errors.UNKNOWN_SERVER_ERROR
+    return response

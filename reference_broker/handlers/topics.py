@@ -78,10 +78,35 @@ def _check_new_topic(broker, topic) -> tuple[int, int, list[list[int]], dict[str
     return partitions, factor, replicas, configs
 
 
+# ReplicationControlManager bounds one controller operation to 10,000 metadata records (a topic record
+# and one per partition); a larger request fails whole with POLICY_VIOLATION before anything is made.
+MAX_RECORDS_PER_OPERATION = 10_000
+_TOO_LARGE = "Unable to perform excessively large batch operation."
+
+
+def _records_needed(broker, topic) -> int:
+    if topic.assignments:
+        return 1 + len(topic.assignments)
+    return 1 + max(0, broker.default_partitions if topic.num_partitions == -1 else topic.num_partitions)
+
+
 @handles(19)
 async def create_topics(broker, ctx, request) -> CreateTopicsResponse:
     version = ctx.api_version
     counts = Counter(t.name for t in request.topics)
+    if sum(_records_needed(broker, t) for t in request.topics) > MAX_RECORDS_PER_OPERATION:
+        return CreateTopicsResponse(
+            topics=[
+                CreateTopicsResponse.CreatableTopicResult(
+                    name=name,
+                    error_code=Errors.POLICY_VIOLATION,
+                    error_message=_TOO_LARGE,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                )
+                for name in counts
+            ]
+        )
     results = []
     for topic in request.topics:
         result = CreateTopicsResponse.CreatableTopicResult(name=topic.name)
@@ -156,6 +181,20 @@ async def delete_topics(broker, ctx, request) -> DeleteTopicsResponse:
 @handles(37)
 async def create_partitions(broker, ctx, request) -> CreatePartitionsResponse:
     counts = Counter(t.name for t in request.topics)
+    added = 0
+    for entry in request.topics:
+        topic = broker.topics.get(entry.name)
+        if topic is not None:
+            added += max(0, entry.count - len(topic.partitions))
+    if added > MAX_RECORDS_PER_OPERATION:
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsResponse.CreatePartitionsTopicResult(
+                    name=name, error_code=Errors.POLICY_VIOLATION, error_message=_TOO_LARGE
+                )
+                for name in counts
+            ]
+        )
     results = []
     for entry in request.topics:
         result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=entry.name)

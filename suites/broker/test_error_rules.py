@@ -996,3 +996,22 @@ def test_unknown_api_key_closes_the_connection(tmp_path):
         return await broker.client.receive(5)
 
     assert run(tmp_path, scenario).closed
+
+
+def test_create_topics_beyond_one_controller_operation_is_policy_violation(tmp_path):
+    # ReplicationControlManager.createTopics: at most 10,000 records (topic + partitions) per operation;
+    # more fails the request with POLICY_VIOLATION and creates nothing.
+    async def scenario(broker: Broker):
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(name="huge", num_partitions=20_000, replication_factor=1)
+            ],
+            timeout_ms=5000,
+        )
+        created = await broker.client.call(19, 7, request)
+        described = await broker.client.call(3, 12, MetadataRequest(topics=None))
+        return created, described
+
+    created, described = run(tmp_path, scenario)
+    assert [(t.name, t.error_code) for t in created.topics] == [("huge", Errors.POLICY_VIOLATION)]
+    assert "huge" not in {t.name for t in described.topics}
