@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from kconform.codecs import FrameDecoder, decode_response, encode_request, size_prefixed
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
     AlterConfigsRequest,
@@ -31,32 +30,16 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch
 from kconform.reference_broker.node import BrokerNode
 
+from .rawclient import RawClient
+
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 DEFAULT_CONFIG, TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC_BROKER = 5, 1, 2, 3, 4
 INT_MIN = -(2**31)
 
 
-class RawClient:
-    """One connection; each call sends a request and reads its response."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        self.decoder = FrameDecoder()
-        self.correlation_id = 0
-
-    async def call(self, api_key: int, version: int, body):
-        self.correlation_id += 1
-        frame = encode_request(api_key, version, self.correlation_id, "admin-tests", body)
-        self.writer.write(size_prefixed(frame))
-        await self.writer.drain()
-        while (frame := self.decoder.next_frame()) is None:
-            data = await self.reader.read(65536)
-            assert data, "the broker closed the connection"
-            self.decoder.feed(data)
-        header, response = decode_response(frame, api_key, version)
-        assert header.correlation_id == self.correlation_id
-        return response
+class AdminTestClient(RawClient):
+    """The shared raw client, plus the requests these tests share."""
 
     # ---- requests the tests share -------------------------------------------------------------
 
@@ -177,7 +160,7 @@ def run(tmp_path, scenario: Callable[[RawClient, BrokerNode], Awaitable[object]]
         try:
             reader, writer = await asyncio.open_connection(host, port)
             try:
-                return await scenario(RawClient(reader, writer), node)
+                return await scenario(AdminTestClient(reader, writer, client_id="admin-tests"), node)
             finally:
                 writer.close()
         finally:
