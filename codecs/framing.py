@@ -180,19 +180,25 @@ def decode_request_lenient(frame) -> tuple[Any, Any, bytes]:
     return _decode_request(frame, lenient=True)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """A whole response frame (header + body), without the size prefix."""
+def _encode_response_into(
+    out: bytearray, api_key: int, api_version: int, correlation_id: int, body: Any
+) -> None:
     schema = api_schema(api_key)
     schema.check(api_version)
     if not isinstance(body, schema.response):
         raise TypeError(
             f"body for API key {api_key} must be {schema.response_name}, not {type(body).__name__}"
         )
-    out = bytearray()
     _response_header_class()(correlation_id=correlation_id)._encode_into(
         out, schema.response_header_version(api_version)
     )
     body._encode_into(out, api_version)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """A whole response frame (header + body), without the size prefix."""
+    out = bytearray()
+    _encode_response_into(out, api_key, api_version, correlation_id, body)
     return bytes(out)
 
 
@@ -202,13 +208,8 @@ def encode_response_spliced(api_key: int, api_version: int, correlation_id: int,
     server to send with sendfile. Returns ``(buffer, splices, total_size)``."""
     from ._runtime import SplicedBuffer
 
-    schema = api_schema(api_key)
-    schema.check(api_version)
     out = SplicedBuffer()
-    _response_header_class()(correlation_id=correlation_id)._encode_into(
-        out, schema.response_header_version(api_version)
-    )
-    body._encode_into(out, api_version)
+    _encode_response_into(out, api_key, api_version, correlation_id, body)
     return out, out.splices, len(out) + sum(len(region) for _, region in out.splices)
 
 
