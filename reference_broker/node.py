@@ -18,12 +18,15 @@ from .clock import Clock, SystemClock
 from .config import BrokerConfig, TopicConfig, create_topics_config_error
 from .dispatch import Dispatcher
 from .fetch_sessions import FetchSessionCache
+from .groups import GroupCoordinator
+from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
 from .partition import Partition
 from .producer_ids import ProducerIdAllocator
 from .purgatory import Purgatory
 from .server import BrokerServer
 from .storage import LogConfig, PartitionLog
 from .topics import TopicRegistry, TopicState
+from .transactions import TransactionCoordinator
 
 __all__ = ["BrokerNode"]
 
@@ -46,6 +49,10 @@ class BrokerNode:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = Purgatory()
         self.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
+        self.consumer_offsets = InternalTopic(self, CONSUMER_OFFSETS)
+        self.transaction_state = InternalTopic(self, TRANSACTION_STATE)
+        self.group_coordinator = GroupCoordinator(self)
+        self.transaction_coordinator = TransactionCoordinator(self)
         self.dispatcher = Dispatcher(self)
         self.server = BrokerServer(
             self.dispatcher,
@@ -70,6 +77,9 @@ class BrokerNode:
     async def start(self, host: str, port: int) -> tuple[str, int]:
         for topic in self.topics:
             self._open_partitions(topic)
+        # Coordinator state is read back from the internal topics before the first request.
+        await self.group_coordinator.start()
+        await self.transaction_coordinator.start()
         self._bound = await self.server.start(host, port)
         self._background.append(asyncio.create_task(self._housekeeping()))
         return self._bound
@@ -78,6 +88,8 @@ class BrokerNode:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self.transaction_coordinator.stop()
+        await self.group_coordinator.stop()
         await self.server.stop()
         for partition in self.partitions.values():
             partition.log.close()

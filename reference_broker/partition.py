@@ -189,6 +189,18 @@ class Partition:
         self.log.flush_if_due()
         return AppendResult(validated.first_offset, validated.last_offset, validated.log_append_time_ms)
 
+    def append_internal(self, batch: bytes) -> int:
+        """A coordinator's own write (group or transaction state): offsets assigned here, producer
+        epochs checked but not sequences, no produce validation. Returns the last offset written."""
+        from .storage import AppendOrigin
+
+        info = self.log.append(
+            batch, leader_epoch=self.leader_epoch, assign_offsets=True, origin=AppendOrigin.COORDINATOR
+        )
+        self._advance_high_watermark()
+        self.log.flush_if_due()
+        return info.last_offset
+
     async def wait_for_high_watermark(self, required_end: int, timeout_s: float) -> bool:
         return await self.broker.purgatory.wait_until(
             [self.watch_key], lambda: self.high_watermark >= required_end, timeout_s, clock=self.broker.clock

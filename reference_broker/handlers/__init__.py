@@ -40,6 +40,11 @@ _MODULES = (
     "configs",
     "cluster",
     "records_admin",
+    "groups",
+    "offsets",
+    "consumer_groups",
+    "transactions",
+    "txn_markers",
 )
 
 

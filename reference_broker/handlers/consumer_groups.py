@@ -1,0 +1,3 @@
+"""KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, TxnOffsetCommit)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""WriteTxnMarkers (key 27)."""
+
+from __future__ import annotations

@@ -1,0 +1,168 @@
+"""The coordinators' internal topics, ``__consumer_offsets`` and ``__transaction_state``: created on
+first use (as Kafka creates them when a coordinator is first looked up), compacted, written in whole
+batches by the coordinator that owns them and read back in full when the broker starts.
+
+A coordinator state record is a key and a value (None is a tombstone: the key's state is gone). The
+layouts of keys and values belong to the coordinators (``groups.records``, ``transactions.records``);
+this module only moves bytes in and out of the partition logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from kconform.codecs import DecodeError
+from kconform.codecs.records import Record, encode_batch, iter_batches
+
+__all__ = [
+    "CONSUMER_OFFSETS",
+    "TRANSACTION_STATE",
+    "CorruptInternalTopic",
+    "InternalTopic",
+    "StoredRecord",
+    "java_string_hash",
+    "partition_for",
+]
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+TRANSACTION_STATE = "__transaction_state"
+_READ_CHUNK = 4 * 1024 * 1024
+
+# name -> (partition count setting, segment size setting)
+_SETTINGS = {
+    CONSUMER_OFFSETS: ("offsets.topic.num.partitions", "offsets.topic.segment.bytes"),
+    TRANSACTION_STATE: ("transaction.state.log.num.partitions", "transaction.state.log.segment.bytes"),
+}
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """Kafka's ``Utils.abs(key.hashCode) % partitions``: the partition (and so the coordinator) of a
+    group id or transactional id. ``Utils.abs`` maps Integer.MIN_VALUE to 0 rather than overflowing."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One record read back from an internal topic, with the batch facts a loader needs: transactional
+    offset commits are held until their producer's COMMIT or ABORT marker arrives."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    producer_epoch: int = -1
+    is_transactional: bool = False
+    control: int | None = None  # 0 ABORT, 1 COMMIT for a transaction marker; None for data
+
+
+class InternalTopic:
+    """One internal topic of a broker node."""
+
+    def __init__(self, broker, name: str) -> None:
+        if name not in _SETTINGS:
+            raise ValueError(f"{name} is not an internal topic")
+        self.broker = broker
+        self.name = name
+        count_key, segment_key = _SETTINGS[name]
+        self.partition_count = int(broker.config[count_key])
+        self._segment_bytes = str(int(broker.config[segment_key]))
+
+    @property
+    def exists(self) -> bool:
+        return self.broker.topics.get(self.name) is not None
+
+    def ensure(self) -> None:
+        """Create the topic if it does not exist: ``partition_count`` partitions, compacted."""
+        if self.exists:
+            return
+        configs = {"cleanup.policy": "compact", "segment.bytes": self._segment_bytes}
+        if self.name == CONSUMER_OFFSETS:
+            configs["compression.type"] = "producer"
+        replicas = self.broker.assign_replicas(self.partition_count, 1)  # one copy until replication
+        self.broker.create_topic(self.name, replicas, configs)
+
+    def partition_for(self, key: str) -> int:
+        return partition_for(key, self.partition_count)
+
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> int:
+        """Write ``records`` (key, value) as one batch; returns the offset of the last one. A
+        transactional batch (a TxnOffsetCommit) carries the producer's id and epoch and is completed
+        by a marker written through ``Partition.append_control_marker``."""
+        self.ensure()
+        target = self.broker.partition(self.name, partition)
+        now = self.broker.clock.now_ms()
+        batch = encode_batch(
+            [Record(offset=i, timestamp=now, key=k, value=v) for i, (k, v) in enumerate(records)],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=-1,
+            is_transactional=transactional,
+        )
+        return target.append_internal(batch)
+
+    def read(self, partition: int) -> Iterator[StoredRecord]:
+        """Every record of one partition, from the log start to the log end, in offset order."""
+        target = self.broker.partition(self.name, partition)
+        if target is None:
+            return
+        offset = target.log_start_offset
+        end = target.log_end_offset
+        while offset < end:
+            result = target.log.read(offset, _READ_CHUNK, min_one_batch=True, whole_batches=True)
+            if result.region is None:
+                return
+            data = result.region.read()
+            advanced = offset
+            try:
+                for batch in iter_batches(data):
+                    control = batch.is_control
+                    for record in batch.records:
+                        if record.offset < offset:
+                            continue
+                        yield StoredRecord(
+                            offset=record.offset,
+                            key=record.key,
+                            value=record.value,
+                            producer_id=batch.producer_id,
+                            producer_epoch=batch.producer_epoch,
+                            is_transactional=batch.is_transactional,
+                            control=_marker_type(record.key) if control else None,
+                        )
+                    advanced = batch.last_offset + 1
+            except DecodeError as exc:
+                raise CorruptInternalTopic(
+                    f"{self.name}-{partition} has an unreadable batch after offset {advanced}: {exc}"
+                ) from exc
+            if advanced <= offset:
+                return
+            offset = advanced
+
+
+class CorruptInternalTopic(Exception):
+    """A coordinator log cannot be read back; the message says which partition and where."""
+
+
+def _marker_type(key: bytes | None) -> int | None:
+    # A control record key is version int16, type int16 (0 ABORT, 1 COMMIT).
+    if key is None or len(key) < 4:
+        return None
+    kind = int.from_bytes(key[2:4], "big", signed=True)
+    return kind if kind in (0, 1) else None
