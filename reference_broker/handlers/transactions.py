@@ -1,3 +1,3 @@
-"""Transactions (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions)."""
+"""Transactions: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, Describe/ListTransactions."""
 
 from __future__ import annotations
