@@ -116,7 +116,10 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log.high_watermark
+        """Kafka's LSO: below the first offset of any open transaction, and never past the HW."""
+        first_unstable = self.log.first_unstable_offset
+        hw = self.log.high_watermark
+        return hw if first_unstable is None else min(first_unstable, hw)
 
     @property
     def log_start_offset(self) -> int:
@@ -201,6 +204,42 @@ class Partition:
         self.log.flush_if_due()
         return info.last_offset
 
+    def append_control_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        transaction_version: int = 0,
+    ) -> int:
+        """Write a transaction's COMMIT or ABORT marker (what WriteTxnMarkers asks of a leader):
+        the producer and coordinator epochs are checked as Kafka's producer state checks them.
+        Returns the marker's offset; the LSO may move past the transaction now."""
+        from kconform.codecs.records import encode_end_txn_marker_batch
+
+        from .storage import AppendOrigin, ProducerStateError
+
+        batch = encode_end_txn_marker_batch(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=self.broker.clock.now_ms(),
+        )
+        try:
+            info = self.log.append(
+                batch,
+                leader_epoch=self.leader_epoch,
+                assign_offsets=True,
+                origin=AppendOrigin.COORDINATOR,
+                transaction_version=transaction_version,
+            )
+        except ProducerStateError as exc:
+            raise PartitionError(exc.error_code, str(exc)) from None
+        self._advance_high_watermark()
+        self.log.flush_if_due()
+        return info.first_offset
+
     async def wait_for_high_watermark(self, required_end: int, timeout_s: float) -> bool:
         return await self.broker.purgatory.wait_until(
             [self.watch_key], lambda: self.high_watermark >= required_end, timeout_s, clock=self.broker.clock
@@ -225,12 +264,18 @@ class Partition:
             result = self.log.read(fetch_offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
         except OffsetOutOfRange:
             raise PartitionError(Errors.OFFSET_OUT_OF_RANGE) from None
+        aborted: list[tuple[int, int]] = []
+        if read_committed and result.region is not None:
+            # Kafka lists the aborted transactions that overlap the range it read (up to the LSO).
+            aborted = [
+                (a.producer_id, a.first_offset) for a in self.log.aborted_transactions(fetch_offset, limit)
+            ]
         return FetchRead(
             records=LogSlice(result.region) if result.region is not None else b"",
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self.log_start_offset,
-            aborted_transactions=[],
+            aborted_transactions=aborted,
         )
 
     # ---- offsets -------------------------------------------------------------------------------

@@ -36,7 +36,6 @@ _MODULES = (
     "produce",
     "fetch",
     "list_offsets",
-    "producers",
     "configs",
     "cluster",
     "records_admin",

@@ -1,3 +1,211 @@
-"""Transactions: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, Describe/ListTransactions."""
+"""Transactions: InitProducerId (22), AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26),
+DescribeTransactions (65), ListTransactions (66).
+
+The decisions are the transaction coordinator's; this module reads the request shapes and builds the
+answers. As ``KafkaApis`` does, PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for clients too old to
+know it (InitProducerId before v4; AddPartitionsToTxn, AddOffsetsToTxn and EndTxn before v2).
+
+EndTxn v5 and AddPartitionsToTxn v5 belong to transaction version 2 (KIP-890 part 2: an epoch bump at
+every commit), which this coordinator does not run; they are not offered, so clients use v4."""
 
 from __future__ import annotations
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse,
+    EndTxnResponse,
+    InitProducerIdResponse,
+    ListTransactionsResponse,
+)
+
+from ..transactions.coordinator import ProducerIdAndEpoch, TxnError
+from ..transactions.metadata import TxnState
+from . import handles
+
+R = AddPartitionsToTxnResponse
+
+
+def _fenced_for_old(code: int, version: int, first_new_version: int) -> int:
+    if code == Errors.PRODUCER_FENCED and version < first_new_version:
+        return Errors.INVALID_PRODUCER_EPOCH
+    return code
+
+
+@handles(22)
+async def init_producer_id(broker, ctx, request) -> InitProducerIdResponse:
+    version = ctx.api_version
+    if request.transactional_id is None:
+        # Without a transactional id: a fresh producer id at epoch 0 every time (KIP-360 bumps are
+        # for transactional ids only).
+        return InitProducerIdResponse(
+            error_code=Errors.NONE, producer_id=broker.producer_ids.next_id(), producer_epoch=0
+        )
+    expected = None
+    if version >= 3 and request.producer_id != -1:
+        expected = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
+    try:
+        result = broker.transaction_coordinator.init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, expected
+        )
+    except TxnError as exc:
+        return InitProducerIdResponse(
+            error_code=_fenced_for_old(exc.code, version, 4), producer_id=-1, producer_epoch=-1
+        )
+    return InitProducerIdResponse(
+        error_code=Errors.NONE, producer_id=result.producer_id, producer_epoch=result.producer_epoch
+    )
+
+
+def _topic_results(partitions: dict[tuple[str, int], int]) -> list:
+    by_topic: dict[str, list] = {}
+    for (topic, index), code in partitions.items():
+        by_topic.setdefault(topic, []).append(
+            R.AddPartitionsToTxnPartitionResult(partition_index=index, partition_error_code=code)
+        )
+    return [
+        R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=parts) for t, parts in by_topic.items()
+    ]
+
+
+def _add_partitions(broker, version: int, txn_id, producer_id, producer_epoch, verify_only, topics) -> list:
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    coordinator = broker.transaction_coordinator
+    if verify_only:
+        return _topic_results(coordinator.verify_partitions(txn_id, producer_id, producer_epoch, set(wanted)))
+    unknown = {tp for tp in wanted if broker.partition(*tp) is None}
+    if unknown:
+        # Any unknown partition fails the whole transaction's request; the others were not attempted.
+        return _topic_results(
+            {
+                tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED
+                for tp in wanted
+            }
+        )
+    try:
+        coordinator.add_partitions(txn_id, producer_id, producer_epoch, set(wanted))
+        code = Errors.NONE
+    except TxnError as exc:
+        code = _fenced_for_old(exc.code, version, 2)
+    return _topic_results(dict.fromkeys(wanted, code))
+
+
+@handles(24, max_version=4)
+async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnResponse:
+    version = ctx.api_version
+    if version < 4:
+        results = _add_partitions(
+            broker,
+            version,
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            False,
+            request.v3_and_below_topics,
+        )
+        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
+    transactions = []
+    for txn in request.transactions:
+        results = _add_partitions(
+            broker,
+            version,
+            txn.transactional_id,
+            txn.producer_id,
+            txn.producer_epoch,
+            txn.verify_only,
+            txn.topics,
+        )
+        transactions.append(
+            R.AddPartitionsToTxnResult(transactional_id=txn.transactional_id, topic_results=results)
+        )
+    return AddPartitionsToTxnResponse(error_code=Errors.NONE, results_by_transaction=transactions)
+
+
+@handles(25)
+async def add_offsets_to_txn(broker, ctx, request) -> AddOffsetsToTxnResponse:
+    try:
+        broker.transaction_coordinator.add_offsets(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+        )
+        code = Errors.NONE
+    except TxnError as exc:
+        code = _fenced_for_old(exc.code, ctx.api_version, 2)
+    return AddOffsetsToTxnResponse(error_code=code)
+
+
+@handles(26, max_version=4)
+async def end_txn(broker, ctx, request) -> EndTxnResponse:
+    try:
+        broker.transaction_coordinator.end_txn(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+        )
+        code = Errors.NONE
+    except TxnError as exc:
+        code = _fenced_for_old(exc.code, ctx.api_version, 2)
+    return EndTxnResponse(error_code=code)
+
+
+@handles(65)
+async def describe_transactions(broker, ctx, request) -> DescribeTransactionsResponse:
+    D = DescribeTransactionsResponse  # noqa: N806
+    states = []
+    for txn_id in request.transactional_ids:
+        meta = broker.transaction_coordinator.describe(txn_id)
+        if meta is None:
+            states.append(
+                D.TransactionState(
+                    error_code=Errors.TRANSACTIONAL_ID_NOT_FOUND,
+                    transactional_id=txn_id,
+                    transaction_state="",
+                    transaction_timeout_ms=0,
+                    transaction_start_time_ms=-1,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
+            )
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in sorted(meta.partitions):
+            by_topic.setdefault(topic, []).append(index)
+        states.append(
+            D.TransactionState(
+                error_code=Errors.NONE,
+                transactional_id=txn_id,
+                transaction_state=meta.state.display,
+                transaction_timeout_ms=meta.timeout_ms,
+                transaction_start_time_ms=meta.start_ms,
+                producer_id=meta.producer_id,
+                producer_epoch=meta.producer_epoch,
+                topics=[D.TopicData(topic=t, partitions=p) for t, p in by_topic.items()],
+            )
+        )
+    return DescribeTransactionsResponse(transaction_states=states)
+
+
+@handles(66)
+async def list_transactions(broker, ctx, request) -> ListTransactionsResponse:
+    known, unknown = set(), []
+    for name in request.state_filters:
+        state = TxnState.from_name(name)
+        if state is None:
+            unknown.append(name)
+        else:
+            known.add(state)
+    if unknown and not known:
+        # Kafka lists nothing when every filter names an unknown state.
+        return ListTransactionsResponse(error_code=Errors.NONE, unknown_state_filters=unknown)
+    duration = request.duration_filter if ctx.api_version >= 1 else -1
+    listed = broker.transaction_coordinator.list(known, set(request.producer_id_filters), duration)
+    return ListTransactionsResponse(
+        error_code=Errors.NONE,
+        unknown_state_filters=unknown,
+        transaction_states=[
+            ListTransactionsResponse.TransactionState(
+                transactional_id=m.transactional_id,
+                producer_id=m.producer_id,
+                transaction_state=m.state.display,
+            )
+            for m in listed
+        ],
+    )

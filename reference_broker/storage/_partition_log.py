@@ -50,7 +50,7 @@ from ._lookups import (
     whole_batches_size,
 )
 from ._producer_state import AppendOrigin, ProducerStateEntry, ProducerStateError, VerdictKind
-from ._producer_state_manager import end_txn_marker_of, rebuild_producer_state
+from ._producer_state_manager import control_type_of, end_txn_marker_of, rebuild_producer_state
 from ._results import AppendInfo, FileRegion, ReadResult, SegmentInfo
 from ._retention import (
     Predicate,
@@ -60,6 +60,7 @@ from ._retention import (
     retention_size_breach,
 )
 from ._segment import LogSegment, TimestampAndOffset
+from ._txn_index import AbortedTxn, TransactionIndex
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -109,6 +110,7 @@ class PartitionLog:
         self._producers = loaded.producers
         self._topic_id = loaded.topic_id
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._txn_index = TransactionIndex.load(directory, self._bases, self._log_end_offset)
         self._last_flush_ms = clock()
         self._closed = False
         self.had_clean_shutdown = loaded.had_clean_shutdown
@@ -309,12 +311,18 @@ class PartitionLog:
             )
 
         pending: dict[int, ProducerStateEntry] = {}
+        completed: list[tuple[int, int, int, bool]] = []  # (producer id, first offset, marker offset, abort)
         for position, header in headers:
             if header.producer_id < 0:
                 continue
             marker = None
             if header.is_control:
                 marker = end_txn_marker_of(bytes(data[position : position + header.size_in_bytes]))
+                before = pending.get(header.producer_id) or self._producers.last_entry(header.producer_id)
+                first = before.current_txn_first_offset if before is not None else None
+                if marker is not None and first is not None:
+                    kind = control_type_of(bytes(data[position : position + header.size_in_bytes]))
+                    completed.append((header.producer_id, first, header.base_offset, kind == 0))
             verdict = self._producers.prepare(
                 pending, header, marker, origin=origin, transaction_version=transaction_version
             )
@@ -346,6 +354,18 @@ class PartitionLog:
             self._high_watermark = self._log_end_offset
         self._producers.commit(pending)
         self._producers.map_end_offset = last_offset + 1
+        for producer_id, first, marker_offset, aborted in completed:
+            if aborted:  # the LSO this transaction leaves behind is the next unstable offset
+                lso = self.first_unstable_offset
+                self._txn_index.append(
+                    AbortedTxn(
+                        producer_id,
+                        first,
+                        marker_offset,
+                        marker_offset + 1 if lso is None else lso,
+                        segment.base_offset,
+                    )
+                )
         self._maybe_flush(now)
         return AppendInfo(
             first_offset=first_offset,
@@ -358,6 +378,20 @@ class PartitionLog:
             record_count=sum(h.record_count for _, h in headers),
             size_in_bytes=len(data),
         )
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction, or None when none is open."""
+        firsts = [
+            e.current_txn_first_offset
+            for e in self._producers.producers.values()
+            if e.current_txn_first_offset is not None
+        ]
+        return min(firsts) if firsts else None
+
+    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions with records in ``[start_offset, upper_offset)``."""
+        return self._txn_index.collect(start_offset, upper_offset)
 
     def _assign_offsets(
         self, data: bytearray, headers: list[tuple[int, BatchHeader]], leader_epoch: int, log_append_time: int
@@ -580,6 +614,7 @@ class PartitionLog:
         doomed = [s for s in self._segments if s.base_offset > offset]
         self._remove_segments(doomed)
         self._active.truncate_to(offset, now_ms=self._clock())
+        self._txn_index.truncate_to(offset)
         self._log_end_offset = offset
         self._recovery_point = min(self._recovery_point, offset)
         self._epochs.truncate_from_end(offset)
@@ -696,6 +731,7 @@ class PartitionLog:
         self._segments = [s for s in self._segments if id(s) not in ids]
         self._bases = [s.base_offset for s in self._segments]
         due = self._clock() + self._config.file_delete_delay_ms
+        self._txn_index.drop_segments({s.base_offset for s in doomed})
         for segment in doomed:
             segment.mark_deleted()
             self._producers.delete_snapshot(segment.base_offset)

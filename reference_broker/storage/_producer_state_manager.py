@@ -15,7 +15,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from kconform.codecs import DecodeError
-from kconform.codecs.records import BatchHeader, ControlRecordType, decode_batch, decode_end_txn_marker
+from kconform.codecs.records import (
+    BatchHeader,
+    ControlRecordType,
+    decode_batch,
+    decode_control_key,
+    decode_end_txn_marker,
+)
 
 from ._files import SNAPSHOT_SUFFIX, file_name, offset_from_file_name
 from ._producer_snapshot import CorruptSnapshot, read_snapshot, write_snapshot
@@ -35,12 +41,29 @@ from ._producer_state import (
 if TYPE_CHECKING:
     from ._segment import LogSegment
 
-__all__ = ["EndTxnMarkerInfo", "ProducerStateManager", "end_txn_marker_of", "rebuild_producer_state"]
+__all__ = [
+    "control_type_of",
+    "EndTxnMarkerInfo",
+    "ProducerStateManager",
+    "end_txn_marker_of",
+    "rebuild_producer_state",
+]
 
 EndTxnMarkerInfo = tuple[int, int]
 """(coordinator epoch, record timestamp) of a COMMIT or ABORT marker."""
 
 _OK = Verdict(VerdictKind.OK)
+
+
+def control_type_of(batch_bytes: bytes) -> int | None:
+    """The type of a control batch's first record (0 ABORT, 1 COMMIT), or None if it has none."""
+    batch = decode_batch(batch_bytes, verify_crc=False)
+    if not batch.records:
+        return None
+    try:
+        return decode_control_key(batch.records[0].key)[1]
+    except DecodeError:
+        return None
 
 
 def end_txn_marker_of(batch_bytes: bytes) -> EndTxnMarkerInfo | None:

@@ -3,17 +3,6 @@
 
 from __future__ import annotations
 
+from .coordinator import TransactionCoordinator
+
 __all__ = ["TransactionCoordinator"]
-
-
-class TransactionCoordinator:
-    """Placeholder until the coordinator lands: loads nothing, runs nothing."""
-
-    def __init__(self, broker) -> None:
-        self.broker = broker
-
-    async def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        pass
