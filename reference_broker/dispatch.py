@@ -84,6 +84,7 @@ class Dispatcher:
         ctx = RequestContext(
             header, api_key, version, header.correlation_id, header.client_id, peer, connection_id
         )
+        log.debug("%s v%s from %s (connection %d)", schema.name, version, peer, connection_id)
         try:
             response = await handler.fn(self.broker, ctx, request)
         except CloseConnection:
@@ -91,6 +92,7 @@ class Dispatcher:
         except Exception:
             log.exception("%s v%s from %s failed", schema.name, version, peer)
             response = _error_response(schema.response, version)
+        log.debug("%s v%s to %s (connection %d) answered", schema.name, version, peer, connection_id)
         if response is None:
             return None
         try:

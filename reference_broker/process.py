@@ -81,7 +81,7 @@ def start_broker_process(
         "--node-id",
         str(node_id),
         "--log-level",
-        "WARNING",
+        os.environ.get("KCONFORM_BROKER_LOG_LEVEL", "WARNING"),
     ]
     args += [f"{k}={v}" for k, v in (overrides or {}).items()]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -289,6 +289,14 @@ class GroupCoordinator:
                 (m.member_id for m in group.members.values() if m.awaiting_join), group.leader
             )
         group.transition(GroupState.COMPLETING_REBALANCE, now)
+        log.debug(
+            "group %s generation %d: leader %s, members %s, awaiting %s",
+            group.group_id,
+            group.generation,
+            group.leader,
+            list(group.members),
+            [m for m, x in group.members.items() if x.awaiting_join],
+        )
         group.pending_sync = set(group.members)
         generation = group.generation
         self.schedule(
@@ -386,6 +394,7 @@ class GroupCoordinator:
             client_id=client_id,
             client_host=client_host,
         )
+        log.debug("join %s member %r in %s", group_id, member_id, group.state_name)
         if not member_id:
             return await self._join_new_member(group, require_known_member_id, **details)
         return await self._join_known_member(group, member_id, **details)
@@ -536,6 +545,7 @@ class GroupCoordinator:
             return SyncOutcome(Errors.REBALANCE_IN_PROGRESS)
         group.pending_sync.discard(member_id)
         self._schedule_session(group, member)
+        log.debug("sync %s member %s generation %d in %s", group_id, member_id, generation, group.state_name)
         if group.is_in(GroupState.STABLE):
             return SyncOutcome(Errors.NONE, group.protocol_type, group.protocol, member.assignment)
         # CompletingRebalance: the leader's assignment completes everyone's sync.
@@ -562,6 +572,13 @@ class GroupCoordinator:
     # ---- Heartbeat and LeaveGroup ------------------------------------------------------------------
 
     def heartbeat(self, *, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+        code = self._heartbeat(
+            group_id=group_id, generation=generation, member_id=member_id, instance_id=instance_id
+        )
+        log.debug("heartbeat %s %s gen %d -> %d", group_id, member_id, generation, code)
+        return code
+
+    def _heartbeat(self, *, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
         try:
             group = self._classic(group_id)
         except GroupError as exc:
