@@ -102,6 +102,9 @@ class GroupCoordinator:
 
         self._timers[key] = loop.call_later(max(delay_ms, 0) / 1000, fire)
 
+    def scheduled(self, key: Hashable) -> bool:
+        return key in self._timers
+
     def cancel(self, key: Hashable) -> None:
         handle = self._timers.pop(key, None)
         if handle is not None:

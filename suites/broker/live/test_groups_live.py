@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from kconform.codecs.messages import ConsumerProtocolAssignment, DescribeGroupsRequest, OffsetFetchRequest
+from kconform.codecs.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerProtocolAssignment,
+    DescribeGroupsRequest,
+    OffsetFetchRequest,
+)
 from kconform.reference_broker.process import start_broker_process
 
 from ..rawclient import RawClient
@@ -28,6 +33,10 @@ FAST = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "500",
     "offsets.topic.num.partitions": "10",
+    "group.consumer.session.timeout.ms": "2000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "300",
 }
 
 
@@ -102,10 +111,27 @@ def described(broker) -> tuple[str, dict[str, set[int]]]:
     return group.group_state, owners
 
 
-def settled(broker, members: list[Member], count: int):
+def described_consumer_group(broker) -> tuple[str, dict[str, set[int]]]:
+    """The same for a KIP-848 group, through ConsumerGroupDescribe."""
+
+    async def ask():
+        async with await RawClient.connect(broker.host, broker.port) as client:
+            return (await client.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[GROUP]))).groups[0]
+
+    group = asyncio.run(ask())
+    owners = {
+        m.member_id: {
+            p for tp in m.assignment.topic_partitions if tp.topic_name == TOPIC for p in tp.partitions
+        }
+        for m in group.members
+    }
+    return group.group_state, owners
+
+
+def settled(broker, members: list[Member], count: int, protocol: str = "classic"):
     """True once the group is Stable with ``count`` members whose partitions are disjoint and cover
     the topic, and the live members' own views agree."""
-    state, owners = described(broker)
+    state, owners = described_consumer_group(broker) if protocol == "consumer" else described(broker)
     if state != "Stable" or len(owners) != count:
         return False
     everyone = [p for parts in owners.values() for p in parts]
@@ -149,6 +175,7 @@ def run_group_scenario(library: str, tmp_path: Path, strategy: str = "") -> None
     from confluent_kafka.admin import AdminClient, NewTopic
 
     broker = start_broker_process(tmp_path / "data", overrides=FAST)
+    protocol = "consumer" if strategy == "consumer" else "classic"
     everyone: list[Member] = []
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -157,19 +184,19 @@ def run_group_scenario(library: str, tmp_path: Path, strategy: str = "") -> None
 
         first = [Member(library, broker, tmp_path, f"a{i}", strategy) for i in range(3)]
         everyone += first
-        wait_for("three members to settle", lambda: settled(broker, first, 3))
+        wait_for("three members to settle", lambda: settled(broker, first, 3, protocol))
 
         leave_time = time.time()
         first[0].stop()
-        wait_for("two members to settle after a leave", lambda: settled(broker, first[1:], 2))
-        if strategy == "cooperative-sticky":
+        wait_for("two members to settle after a leave", lambda: settled(broker, first[1:], 2, protocol))
+        if strategy in ("cooperative-sticky", "consumer"):
             # Incremental rebalancing: the members that stay keep what they had, nothing is revoked.
             for survivor in first[1:]:
                 revoked = [e for e in survivor.events() if e["event"] == "revoke" and e["t"] > leave_time]
                 assert all(not e["partitions"] for e in revoked), (survivor.name, revoked)
 
         first[1].kill()
-        wait_for("the last member to own every partition", lambda: settled(broker, first[2:], 1))
+        wait_for("the last member to own every partition", lambda: settled(broker, first[2:], 1, protocol))
         produce(broker, 120, 120)
         wait_for(
             "everything so far consumed",
@@ -182,7 +209,7 @@ def run_group_scenario(library: str, tmp_path: Path, strategy: str = "") -> None
         produce(broker, 240, 60)
         second = [Member(library, broker, tmp_path, f"b{i}", strategy) for i in range(3)]
         everyone += second
-        wait_for("the restarted group to settle", lambda: settled(broker, second, 3))
+        wait_for("the restarted group to settle", lambda: settled(broker, second, 3, protocol))
         wait_for(
             "everything consumed", lambda: {v for *_, v in consumed(everyone)} >= {str(i) for i in range(300)}
         )
@@ -232,3 +259,8 @@ def test_kafka_python_group(tmp_path):
 
 def test_aiokafka_group(tmp_path):
     run_group_scenario("aiokafka", tmp_path)
+
+
+def test_confluent_kafka_consumer_protocol_group(tmp_path):
+    """KIP-848: ``group.protocol=consumer``, the assignment computed by the broker."""
+    run_group_scenario("confluent", tmp_path, "consumer")
