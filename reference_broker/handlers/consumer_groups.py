@@ -134,8 +134,9 @@ def heartbeat(broker, ctx, request) -> ConsumerGroupHeartbeatResponse:
         group.members[member_id] = member
         if request.instance_id is not None:
             group.static_members[request.instance_id] = member_id
-        group.group_epoch += 1
+        changed = True
     else:
+        changed = False
         member = group.members.get(request.member_id)
         if member is None:
             raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not in the group.")
@@ -161,17 +162,19 @@ def heartbeat(broker, ctx, request) -> ConsumerGroupHeartbeatResponse:
         member.subscribed_topic_names
     ):
         member.subscribed_topic_names = list(request.subscribed_topic_names)
-        group.group_epoch += 1
+        changed = True
     regex = request.subscribed_topic_regex if ctx.api_version >= 1 else None
     if regex is not None and regex != (member.subscribed_topic_regex or ""):
         member.subscribed_topic_regex = regex or None
-        group.group_epoch += 1
+        changed = True
 
     topics = _topics(broker)
     wanted = group.subscribed_topic_names(list(topics))
     metadata = {name: topics[name][1] for name in wanted if name in topics}
     if metadata != group.subscribed_metadata:
         group.subscribed_metadata = metadata
+        changed = True
+    if changed:  # one bump for whatever changed in this heartbeat, as Kafka's
         group.group_epoch += 1
     if group.group_epoch > group.assignment_epoch:
         group.assignor = member.server_assignor or assignors[0]
