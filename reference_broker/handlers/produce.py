@@ -78,6 +78,10 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
                 partitions.append(_error(data.index, Errors.INVALID_REQUIRED_ACKS))
                 continue
             partition = broker.partition(topic_data.name, data.index)
+            unverified = _unverified_transaction(broker, partition, data.records, request, version)
+            if unverified:
+                partitions.append(_error(data.index, unverified))
+                continue
             try:
                 appended = partition.append_records(
                     data.records,
@@ -109,6 +113,36 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
         ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts) for name, parts in results
     ]
     return ProduceResponse(responses=responses)
+
+
+def _unverified_transaction(broker, partition, records, request, version: int) -> int:
+    """KIP-890 verification (``transaction.partition.verification.enable``): the first transactional
+    batch of a producer in a partition is accepted only if the coordinator has that partition in the
+    producer's ongoing transaction; a late write from an aborted or fenced transaction is refused."""
+    if (
+        version < 3
+        or request.transactional_id is None
+        or not broker.config["transaction.partition.verification.enable"]
+    ):
+        return Errors.NONE
+    from kconform.codecs import DecodeError
+    from kconform.codecs.records import decode_batch_header
+
+    try:
+        header = decode_batch_header(bytes(records))
+    except (DecodeError, TypeError):
+        return Errors.NONE  # validation answers malformed input
+    if not header.is_transactional or header.producer_id < 0:
+        return Errors.NONE
+    entry = partition.log.producer_state(header.producer_id)
+    if entry is not None and entry.current_txn_first_offset is not None:
+        return Errors.NONE  # the transaction is already open here
+    key = (partition.topic_name, partition.index)
+    codes = broker.transaction_coordinator.verify_partitions(
+        request.transactional_id, header.producer_id, header.producer_epoch, {key}
+    )
+    # Producers expect INVALID_PRODUCER_EPOCH here (AddPartitionsToTxnManager's translation).
+    return Errors.INVALID_PRODUCER_EPOCH if codes[key] == Errors.PRODUCER_FENCED else codes[key]
 
 
 def _fail_request(request, exc: RecordsRejected) -> ProduceResponse | None:

@@ -462,3 +462,19 @@ def test_describe_and_list_transactions(tmp_path):
     assert [t.transactional_id for t in ongoing.transaction_states] == ["a"]
     assert (bogus.unknown_state_filters, bogus.transaction_states) == (["Bogus"], [])
     assert sorted(t.transactional_id for t in everything.transaction_states) == ["a", "b"]
+
+
+def test_produce_verification_refuses_partitions_outside_the_transaction(tmp_path):
+    """KIP-890 (ReplicaManager's transaction verification through AddPartitionsToTxnManager): the first
+    transactional write to a partition must be in the producer's ongoing transaction."""
+
+    async def scenario(c: Cluster):
+        pid, epoch = await c.init_ok()
+        never_added = await c.produce(pid, epoch, 0, [b"x"])
+        await c.add_partitions(pid, epoch, [("t", 0)])
+        added = await c.produce(pid, epoch, 0, [b"y"])
+        await c.end(pid, epoch, False)
+        after_abort = await c.produce(pid, epoch, 1, [b"late"])
+        return never_added.error_code, added.error_code, after_abort.error_code
+
+    assert run(tmp_path, scenario) == (Errors.INVALID_TXN_STATE, Errors.NONE, Errors.INVALID_TXN_STATE)
