@@ -201,4 +201,7 @@ class ConsumerGroup:
         return Errors.NON_EMPTY_GROUP if self.members else Errors.NONE
 
     def tombstones(self) -> list[tuple[bytes, None]]:
-        return []
+        """Records that erase the group from ``__consumer_offsets`` (DeleteGroups)."""
+        from .consumer_records import group_tombstones
+
+        return group_tombstones(self)

@@ -119,6 +119,9 @@ class GroupCoordinator:
             if isinstance(group, ClassicGroup):
                 for member in group.members.values():
                     self._schedule_session(group, member)
+        from ..handlers.consumer_groups import start_sessions
+
+        start_sessions(self)
 
     async def stop(self) -> None:
         for handle in self._timers.values():

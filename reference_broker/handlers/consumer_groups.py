@@ -17,6 +17,7 @@ from kconform.codecs.messages import ConsumerGroupDescribeResponse, ConsumerGrou
 
 from ..groups.classic import ClassicGroup, GroupError
 from ..groups.consumer_group import ConsumerGroup, ConsumerMember, MemberState
+from ..groups.consumer_records import group_records, member_tombstones
 from . import handles
 
 LEAVE, LEAVE_TEMPORARILY = -1, -2
@@ -71,6 +72,15 @@ def _remove(coordinator, group: ConsumerGroup, member_id: str) -> None:
     coordinator.cancel(("consumer-session", group.group_id, member_id))
     coordinator.cancel(("consumer-rebalance", group.group_id, member_id))
     group.group_epoch += 1
+    coordinator.write(group.group_id, member_tombstones(group.group_id, member_id) + group_records(group))
+
+
+def start_sessions(coordinator) -> None:
+    """After a restart every reloaded member gets a fresh session to show it is still there."""
+    for group in list(coordinator.groups.values()):
+        if isinstance(group, ConsumerGroup):
+            for member in list(group.members.values()):
+                _schedule(coordinator, group, member)
 
 
 def _schedule(coordinator, group: ConsumerGroup, member: ConsumerMember) -> None:
@@ -87,6 +97,10 @@ def _schedule(coordinator, group: ConsumerGroup, member: ConsumerMember) -> None
             coordinator.schedule(key, member.rebalance_timeout_ms, expire)
     else:
         coordinator.cancel(key)
+
+
+def _frozen(tp) -> frozenset:
+    return frozenset((t, p) for t, parts in tp.items() for p in parts)
 
 
 def heartbeat(broker, ctx, request) -> ConsumerGroupHeartbeatResponse:
@@ -184,7 +198,11 @@ def heartbeat(broker, ctx, request) -> ConsumerGroupHeartbeatResponse:
         if request.topic_partitions is None
         else {tp.topic_id: set(tp.partitions) for tp in request.topic_partitions}
     )
+    before = (member.member_epoch, member.state, _frozen(member.assigned), _frozen(member.pending_revocation))
     group.reconcile(member, reported)
+    after = (member.member_epoch, member.state, _frozen(member.assigned), _frozen(member.pending_revocation))
+    if changed or before != after or epoch == 0:
+        coordinator.write(group.group_id, group_records(group, member))
     _schedule(coordinator, group, member)
     return ConsumerGroupHeartbeatResponse(
         error_code=Errors.NONE,

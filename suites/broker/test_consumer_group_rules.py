@@ -272,3 +272,51 @@ def test_a_silent_member_is_removed_after_the_session_timeout(tmp_path):
         },
     )
     assert (group.group_state, group.members) == ("Empty", [])
+
+
+def test_consumer_groups_are_read_back_after_a_restart(tmp_path):
+    """The group, target and current assignment records in __consumer_offsets bring a consumer group
+    back with its epochs, members and assignments; its members go on heartbeating as before."""
+    from kconform.reference_broker.node import BrokerNode
+
+    from .rawclient import RawClient
+    from .test_group_rules import FAST
+
+    props = {"node.id": "1", "log.dirs": str(tmp_path / "data"), **FAST}
+
+    async def phase(first: bool):
+        node = BrokerNode.from_config_file(None, dict(props))
+        host, port = await node.start("127.0.0.1", 0)
+        client = await RawClient.connect(host, port)
+        try:
+            c = Cluster(node, host, port, client)
+            if first:
+                await c.create_topic("t", 2)
+                await client.call(HEARTBEAT, 1, join(member_id="a"))
+                await client.call(HEARTBEAT, 1, join(member_id="b", instance_id="static-b"))
+            described = await client.call(DESCRIBE, 0, ConsumerGroupDescribeRequest(group_ids=["cg"]))
+            group = described.groups[0]
+            epoch_a = next(m.member_epoch for m in group.members if m.member_id == "a")
+            beat = await client.call(
+                HEARTBEAT, 1, join(member_id="a", member_epoch=epoch_a, topic_partitions=None)
+            )
+            return group, beat
+        finally:
+            await client.close()
+            await node.stop()
+
+    before, _ = asyncio.run(phase(True))
+    after, beat = asyncio.run(phase(False))
+    summary = lambda g: (  # noqa: E731
+        g.group_epoch,
+        g.assignment_epoch,
+        sorted((m.member_id, m.instance_id, m.member_epoch) for m in g.members),
+        sorted(
+            (m.member_id, str(tp.topic_id), tuple(tp.partitions))
+            for m in g.members
+            for tp in m.target_assignment.topic_partitions
+        ),
+    )
+    assert summary(after) == summary(before)
+    assert before.group_epoch == 2 and len(before.members) == 2
+    assert beat.error_code == Errors.NONE
