@@ -190,6 +190,11 @@ class Message(StructBase):
                 version,
                 f"unsupported version (valid: {_range_text(cls._message_.valid_versions)})",
             ) from None
+        native = _native_decoder(cls, version)
+        if native is not None:
+            found = native(buf, pos)
+            if found is not None:  # None: the native decoder gave up; the generated one decides
+                return found[0], found[1], buf
         try:
             message, end = decoder(buf, pos)
         except Exception as exc:
@@ -201,6 +206,14 @@ class Message(StructBase):
     @classmethod
     def schema(cls) -> MessageSchema:
         return cls._message_
+
+
+def _native_decoder(cls, version: int):
+    from ._native import decoder_for  # late: _native imports this module
+
+    global _native_decoder
+    _native_decoder = decoder_for
+    return decoder_for(cls, version)
 
 
 def _range_text(versions: tuple[int, int]) -> str:

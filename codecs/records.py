@@ -26,6 +26,7 @@ from enum import IntEnum
 import crc32c as _crc32c
 
 from ._exceptions import DecodeError, EncodeError
+from ._native import read_records as _native_records
 from ._primitives import read_varint, read_varlong
 from .compression import MAX_DECOMPRESSED_SIZE, Compression, DecompressionError, compress, decompress
 
@@ -407,6 +408,9 @@ def _read_v2_records(
             "record_count",
             compressed_at if compressed_at is not None else p - 4,
         )
+    native = _native_records(Record, buf, p, end, count, base_offset, base_timestamp)
+    if native is not None:  # None: no native decoder, or it gave up and the reader below decides
+        return native
     zz = _ZIGZAG
     zz2 = _ZIGZAG2
     alloc = object.__new__

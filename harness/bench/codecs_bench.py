@@ -16,6 +16,9 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
+from kconform.codecs._native import AVAILABLE as native_available_flag
+from kconform.codecs._native import pure_python
+
 from .report import Comparison, best_seconds, print_comparisons
 
 TOPICS, PARTITIONS = 100, 10
@@ -23,6 +26,10 @@ FETCH_PARTITIONS, FETCH_RECORD_BYTES = 10, 64 * 1024
 METADATA_VERSION = 12
 
 _TOPIC_IDS = [uuid.UUID(int=i + 1) for i in range(TOPICS)]
+
+
+def native_available() -> bool:
+    return native_available_flag
 
 
 def _skip(reason: str) -> None:
@@ -292,6 +299,9 @@ def message_rows(quick: bool) -> list[Comparison]:
             _skip(f"{name}'s MetadataResponse encodes to {len(peer_bytes)} bytes, ours {len(ours_bytes)}")
         _compare(rows, f"{case} encode", ours_enc, name, peer_enc, quick)
         _compare(rows, f"{case} decode", ours_dec, name, peer_dec, quick)
+        if name == "kafka-python" and native_available():
+            with pure_python():
+                _compare(rows, f"{case} decode (pure Python)", ours_dec, name, peer_dec, quick)
     records = _fetch_records()
     version, ours_enc, ours_dec, ours_bytes = _ours_fetch(records)
     case = f"FetchResponse v{version} {FETCH_PARTITIONS}x64KiB"

@@ -39,6 +39,8 @@ def _peer_functions(name: str, builder_cls, reader_cls, rows, codec: int):
 
 
 def record_rows(quick: bool) -> list[Comparison]:
+    from kconform.codecs._native import AVAILABLE as native_available
+    from kconform.codecs._native import pure_python
     from kconform.codecs.compression import Compression
     from kconform.codecs.records import Record, decode_batch, encode_batch
 
@@ -67,7 +69,13 @@ def record_rows(quick: bool) -> list[Comparison]:
         def ours_decode(data=ours_data):
             return [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decode_batch(data).records]
 
+        def ours_decode_pure(data=ours_data):
+            with pure_python():
+                return ours_decode(data)
+
         fns = {"ours encode": ours_encode, "ours decode": ours_decode}
+        if native_available:
+            fns["ours decode (pure Python)"] = ours_decode_pure
         for name, builder_cls, reader_cls in peers:
             try:
                 encode, decode, data = _peer_functions(name, builder_cls, reader_cls, rows, int(codec))
@@ -79,6 +87,18 @@ def record_rows(quick: bool) -> list[Comparison]:
             fns[f"{name} encode"], fns[f"{name} decode"] = encode, decode
         best = interleaved_best(fns, rounds=5 if quick else 40)
         case = f"RecordBatch v2 {RECORDS} records {label}"
+        if native_available and "kafka-python decode" in best:
+            out.append(
+                Comparison(
+                    "codecs",
+                    f"{case} decode (pure Python)",
+                    "records/s",
+                    RECORDS / best["ours decode (pure Python)"],
+                    "kafka-python",
+                    RECORDS / best["kafka-python decode"],
+                    higher_is_better=True,
+                )
+            )
         for name, _b, _r in peers:
             for op in ("encode", "decode"):
                 if f"{name} {op}" in best:

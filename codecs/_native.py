@@ -1,0 +1,154 @@
+"""The optional native decoder (``_speedups``, a C extension built at install when a compiler is there).
+
+Programs for it are compiled here from the generated schema, the same facts the interpreter walks, so
+the generator stays the only source of message layouts. ``decoder_for(cls, version)`` gives a function
+``(buffer, pos) -> (object, end) | None``; None (the decoder gave up) sends the input down the
+pure-Python path, which decodes it or raises its exact DecodeError. ``KCONFORM_PURE_CODECS=1`` turns
+the native path off."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ._runtime import EMPTY_LIST, NEW_STRUCT, ZERO_UUID, FieldSchema
+
+__all__ = ["AVAILABLE", "decoder_for", "pure_python", "read_records"]
+
+try:
+    if os.environ.get("KCONFORM_PURE_CODECS"):
+        raise ImportError("disabled by KCONFORM_PURE_CODECS")
+    from . import _speedups
+except ImportError:
+    _speedups = None
+
+AVAILABLE = _speedups is not None
+_enabled = AVAILABLE
+
+_KINDS = {
+    "bool": 1,
+    "int8": 2,
+    "int16": 3,
+    "uint16": 4,
+    "int32": 5,
+    "uint32": 6,
+    "int64": 7,
+    "float64": 8,
+    "uuid": 9,
+    "string": 10,
+    "bytes": 11,
+    "records": 12,
+}
+_STRUCT = 13
+_CONST, _LIST, _CALL = 0, 1, 2
+_cache: dict[tuple[type, int], Callable | None] = {}
+
+if AVAILABLE:
+    _speedups.configure(
+        uuid.UUID, ZERO_UUID, uuid.SafeUUID.unknown, uuid.UUID.__dict__["int"], uuid.UUID.__dict__["is_safe"]
+    )
+
+
+def _compact(f: FieldSchema, version: int, flexible: bool) -> bool:
+    if f.flexible_versions is not None:
+        return f.flexible_versions[0] <= version <= f.flexible_versions[1]
+    return flexible
+
+
+def _default(f: FieldSchema) -> tuple[int, object]:
+    if f.default == EMPTY_LIST:
+        return _LIST, None
+    if f.default == NEW_STRUCT:
+        return _CALL, f.struct
+    return _CONST, f.default
+
+
+def _op(cls: type, f: FieldSchema, version: int, flexible: bool) -> tuple:
+    kind = _KINDS.get(f.element_type)
+    sub = None
+    if kind is None:
+        kind = _STRUCT
+        sub = _struct_spec(f.struct, version, flexible)
+    return (
+        kind,
+        int(f.is_array),
+        int(f.nullable(version)),
+        int(_compact(f, version, flexible)),
+        f.tag if f.tag is not None else -1,
+        cls.__dict__[f.attr],
+        sub,
+    )
+
+
+def _struct_spec(cls: type, version: int, flexible: bool) -> tuple:
+    ops, tagged, defaults = [], [], []
+    for f in cls._fields_:
+        if f.tag is not None and f.tagged(version):
+            if flexible:
+                tagged.append(_op(cls, f, version, flexible))
+            defaults.append((cls.__dict__[f.attr], *_default(f)))
+        elif f.present(version):
+            ops.append(_op(cls, f, version, flexible))
+        else:
+            defaults.append((cls.__dict__[f.attr], *_default(f)))
+    unknown = (
+        cls.__dict__["unknown_tagged_fields"] if "unknown_tagged_fields" in cls.__dataclass_fields__ else None
+    )
+    return (cls, int(flexible), tuple(ops), tuple(tagged), tuple(defaults), unknown)
+
+
+def decoder_for(cls: type, version: int) -> Callable | None:
+    """The native decoder of ``cls`` at ``version``, or None without the extension."""
+    if not _enabled:
+        return None
+    key = (cls, version)
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    decoder = None
+    if AVAILABLE:
+        flexible = cls._message_.flexible(version)
+        program = _speedups.compile_program(_struct_spec(cls, version, flexible))
+        decode = _speedups.decode
+
+        def decoder(buf, pos, _program=program, _decode=decode):
+            return _decode(_program, buf, pos)
+
+    _cache[key] = decoder
+    return decoder
+
+
+def read_records(
+    record_class: type, buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int
+):
+    """The records of a v2 batch decoded natively, or None (no extension, or let the pure path decide)."""
+    if not _enabled:
+        return None
+    return _speedups.read_records(
+        record_class, buf, pos, end, count, base_offset, base_timestamp, _record_slots(record_class)
+    )
+
+
+_slots: dict[type, tuple] = {}
+
+
+def _record_slots(record_class: type) -> tuple:
+    found = _slots.get(record_class)
+    if found is None:
+        found = tuple(record_class.__dict__[n] for n in ("offset", "timestamp", "key", "value", "headers"))
+        _slots[record_class] = found
+    return found
+
+
+@contextmanager
+def pure_python() -> Iterator[None]:
+    """Decode with the generated Python only, inside the block (benchmarks show both paths)."""
+    global _enabled
+    saved, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = saved
