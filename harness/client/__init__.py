@@ -1,0 +1,1 @@
+"""kconform's reference client: producer, consumer and admin built on the codecs (in progress)."""
