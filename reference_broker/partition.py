@@ -54,7 +54,9 @@ class FetchRead:
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    aborted_transactions: list[tuple[int, int]]
+    aborted_transactions: list[tuple[int, int]] | None
+    """(producer id, first offset) of each aborted transaction overlapping the read; None for a
+    read_uncommitted read (Kafka leaves the response's list null then)."""
 
 
 def validation_config(settings: dict[str, str]):
@@ -116,10 +118,9 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """Kafka's LSO: below the first offset of any open transaction, and never past the HW."""
-        first_unstable = self.log.first_unstable_offset
-        hw = self.log.high_watermark
-        return hw if first_unstable is None else min(first_unstable, hw)
+        """Kafka's LSO: the first offset of the oldest transaction still open (or completed by a
+        marker the high watermark has not passed), and never past the high watermark."""
+        return self.log.last_stable_offset
 
     @property
     def log_start_offset(self) -> int:
@@ -134,7 +135,8 @@ class Partition:
 
     def _advance_high_watermark(self) -> None:
         # The in-sync replica set is this leader alone until replication lands: everything written
-        # is replicated to every in-sync replica at once.
+        # is replicated to every in-sync replica at once. Waiters are told after every append, so
+        # read_committed fetches also see the last stable offset move when a marker lands.
         if len(self.state.isr) == 1:
             self.log.update_high_watermark(self.log.log_end_offset)
         self.broker.purgatory.notify(self.watch_key)
@@ -212,9 +214,11 @@ class Partition:
         commit: bool,
         transaction_version: int = 0,
     ) -> int:
-        """Write a transaction's COMMIT or ABORT marker (what WriteTxnMarkers asks of a leader):
-        the producer and coordinator epochs are checked as Kafka's producer state checks them.
-        Returns the marker's offset; the LSO may move past the transaction now."""
+        """Write a transaction's COMMIT or ABORT marker (what WriteTxnMarkers asks of a leader) as one
+        control batch, appended with the coordinator's origin: the producer and coordinator epochs
+        are checked as Kafka's producer state checks them (``ProducerAppendInfo.appendEndTxnMarker``:
+        INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED). Returns the marker's offset; the
+        LSO may move past the transaction now."""
         from kconform.codecs.records import encode_end_txn_marker_batch
 
         from .storage import AppendOrigin, ProducerStateError
@@ -261,15 +265,18 @@ class Partition:
         self.check_leader_epoch(current_leader_epoch)
         limit = self.last_stable_offset if read_committed else self.high_watermark
         try:
-            result = self.log.read(fetch_offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
+            result = self.log.read(
+                fetch_offset,
+                max_bytes,
+                max_offset=limit,
+                min_one_batch=min_one_batch,
+                include_aborted_txns=read_committed,
+            )
         except OffsetOutOfRange:
             raise PartitionError(Errors.OFFSET_OUT_OF_RANGE) from None
-        aborted: list[tuple[int, int]] = []
-        if read_committed and result.region is not None:
-            # Kafka lists the aborted transactions that overlap the range it read (up to the LSO).
-            aborted = [
-                (a.producer_id, a.first_offset) for a in self.log.aborted_transactions(fetch_offset, limit)
-            ]
+        aborted = None
+        if result.aborted_transactions is not None:
+            aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions]
         return FetchRead(
             records=LogSlice(result.region) if result.region is not None else b"",
             high_watermark=self.high_watermark,
@@ -280,12 +287,19 @@ class Partition:
 
     # ---- offsets -------------------------------------------------------------------------------
 
-    def offset_for_timestamp(self, timestamp: int, *, read_committed: bool, current_leader_epoch: int):
-        """(offset, timestamp, leader epoch) for ListOffsets v1+."""
+    def offset_for_timestamp(
+        self, timestamp: int, *, read_committed: bool, current_leader_epoch: int, from_consumer: bool = True
+    ):
+        """(offset, timestamp, leader epoch) for ListOffsets v1+. A consumer (replica id -1) sees up
+        to the LSO (read_committed) or the high watermark; any other replica id has no isolation
+        level and sees up to the log end offset (``Partition.fetchOffsetForTimestamp``)."""
         from .storage import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
         self.check_leader_epoch(current_leader_epoch)
-        upper = self.last_stable_offset if read_committed else self.high_watermark
+        if not from_consumer:
+            upper = self.log_end_offset
+        else:
+            upper = self.last_stable_offset if read_committed else self.high_watermark
         if timestamp == LATEST_TIMESTAMP:  # Kafka answers with the partition's leader epoch
             return upper, -1, self.leader_epoch
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):

@@ -4,9 +4,11 @@ Kafka's rules (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages/readFr
 DelayedFetch): partitions are read in request order within the response's max_bytes (v3+; before v3
 only per-partition limits apply), and the first partition that has data returns at least one whole
 batch even when it is larger than the limits; reads stop at the high watermark (read_uncommitted) or
-the last stable offset (read_committed); a fetch that found fewer than min_bytes and no errors waits up
-to max_wait_ms for new data; a current_leader_epoch older than the partition's is
-FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (from v16 a fenced partition names the current leader);
+the last stable offset (read_committed, v4+, which also lists the aborted transactions overlapping
+what was read, an empty list rather than null when there are none); a fetch that found fewer than
+min_bytes and no errors waits up to max_wait_ms for new data; a current_leader_epoch older than the
+partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (from v16 a fenced partition names the
+current leader);
 a partition that cannot be read (offset out of range, ...; an unexpected failure, such as a negative
 max bytes reaching a segment, is UNKNOWN_SERVER_ERROR) reports -1 for its high watermark and log start
 and last stable offsets; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
@@ -28,14 +30,17 @@ PartitionData = FetchResponse.PartitionData
 READ_COMMITTED = 1
 
 
-def _error_data(index: int, code: int) -> PartitionData:
+def _error_data(index: int, code: int, *, read_failed: bool = True) -> PartitionData:
+    """A partition answered with an error. Kafka builds a failed read from its ``LogReadResult``
+    (aborted transactions null) but a partition it never reads, unknown to its metadata, with
+    ``FetchResponse.partitionResponse`` (the list left at its empty default)."""
     return PartitionData(
         partition_index=index,
         error_code=code,
         high_watermark=-1,
         last_stable_offset=-1,
         log_start_offset=-1,
-        aborted_transactions=None,
+        aborted_transactions=None if read_failed else [],
         records=b"",
     )
 
@@ -72,7 +77,7 @@ def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation
         partition = broker.partition_by_key(topic_key, index, by_id=version >= 13)
         if partition is None:
             code = Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            results[key] = _error_data(index, code)
+            results[key] = _error_data(index, code, read_failed=False)
             errored = True
             continue
         try:
@@ -105,12 +110,12 @@ def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation
             last_stable_offset=read.last_stable_offset,
             log_start_offset=read.log_start_offset,
             aborted_transactions=(
-                [
+                None
+                if read.aborted_transactions is None
+                else [
                     FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first)
                     for pid, first in read.aborted_transactions
                 ]
-                if isolation == READ_COMMITTED
-                else None
             ),
             records=read.records,
         )

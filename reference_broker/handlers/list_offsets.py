@@ -2,8 +2,9 @@
 
 Kafka's rules (KafkaApis.handleListOffsetRequest, Partition.fetchOffsetForTimestamp): -2 is the log
 start offset, -1 the high watermark (read_uncommitted) or last stable offset (read_committed, v2+),
+or for a request with a replica id other than -1 (no isolation level) the log end offset,
 -3 (v7+) the offset and timestamp of the record with the largest timestamp, -4 (v8+) the local log
-start, other values the first offset whose timestamp is at or after it, never past the high watermark
+start, other values the first offset whose timestamp is at or after it, never past that same limit
 (no match: offset -1, timestamp -1); v0 answers with a list of old-style offsets; a partition named
 twice in one request is INVALID_REQUEST (v1+); current_leader_epoch is checked as in Fetch."""
 
@@ -18,6 +19,7 @@ from ..partition import PartitionError
 from . import handles
 
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
+CONSUMER_REPLICA_ID = -1
 
 
 @handles(2)
@@ -44,6 +46,7 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
                             p.timestamp,
                             read_committed=read_committed,
                             current_leader_epoch=p.current_leader_epoch if version >= 4 else -1,
+                            from_consumer=request.replica_id == CONSUMER_REPLICA_ID,
                         )
                         out.offset, out.timestamp = offset, timestamp
                         out.leader_epoch = epoch if version >= 4 else -1

@@ -1,6 +1,9 @@
-"""WriteTxnMarkers (key 27): the transaction coordinator's request to partition leaders to write
-COMMIT or ABORT markers (``KafkaApis.handleWriteTxnMarkersRequest``). Unknown partitions get
-UNKNOWN_TOPIC_OR_PARTITION; epoch checks are the producer state's."""
+"""WriteTxnMarkers (key 27, v0-1): a transaction coordinator asks this leader to write COMMIT or ABORT
+markers (``KafkaApis.handleWriteTxnMarkersRequest``). Each marker is written to its partitions with
+``write_txn_markers``; errors are per partition (UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, and the
+producer state's INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED). Kafka collects the results in
+a map keyed by producer id, so the response has one result per producer id: markers of the same producer
+are merged (a partition named twice keeps the last answer), and a marker naming no partition has none."""
 
 from __future__ import annotations
 
@@ -9,13 +12,16 @@ from kconform.codecs.messages import WriteTxnMarkersResponse
 from ..txn_markers import write_txn_markers
 from . import handles
 
+R = WriteTxnMarkersResponse
+
 
 @handles(27)
 async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
-    R = WriteTxnMarkersResponse  # noqa: N806 - the nested result classes hang off the message class
-    results = []
+    by_producer: dict[int, dict[tuple[str, int], int]] = {}
     for marker in request.markers:
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        if not wanted:
+            continue
         codes = write_txn_markers(
             broker,
             producer_id=marker.producer_id,
@@ -24,21 +30,19 @@ async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
             commit=marker.transaction_result,
             partitions=wanted,
         )
-        results.append(
-            R.WritableTxnMarkerResult(
-                producer_id=marker.producer_id,
-                topics=[
-                    R.WritableTxnMarkerTopicResult(
-                        name=t.name,
-                        partitions=[
-                            R.WritableTxnMarkerPartitionResult(
-                                partition_index=p, error_code=codes[(t.name, p)]
-                            )
-                            for p in t.partition_indexes
-                        ],
-                    )
-                    for t in marker.topics
-                ],
-            )
+        by_producer.setdefault(marker.producer_id, {}).update(codes)
+    return WriteTxnMarkersResponse(markers=[_result(pid, codes) for pid, codes in by_producer.items()])
+
+
+def _result(producer_id: int, codes: dict[tuple[str, int], int]) -> R.WritableTxnMarkerResult:
+    topics: dict[str, list] = {}
+    for (topic, index), code in codes.items():
+        topics.setdefault(topic, []).append(
+            R.WritableTxnMarkerPartitionResult(partition_index=index, error_code=code)
         )
-    return WriteTxnMarkersResponse(markers=results)
+    return R.WritableTxnMarkerResult(
+        producer_id=producer_id,
+        topics=[
+            R.WritableTxnMarkerTopicResult(name=name, partitions=parts) for name, parts in topics.items()
+        ],
+    )

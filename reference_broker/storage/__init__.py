@@ -1,10 +1,10 @@
 """kconform.reference_broker.storage: Kafka's on-disk partition log, sans network.
 
 One ``PartitionLog`` per ``<data_dir>/<topic>-<partition>/`` directory: segments of batches exactly as
-on the wire (``00000000000000000000.log``) with sparse ``.index`` and ``.timeindex`` files, a
-``leader-epoch-checkpoint``, ``partition.metadata``, producer state ``.snapshot`` files and offset
-checkpoints, following Kafka's rules for appending, reading, rolling, retention, truncation, flushing
-and recovery after a crash. A clock is always passed in.
+on the wire (``00000000000000000000.log``) with sparse ``.index`` and ``.timeindex`` files and a
+``.txnindex`` of aborted transactions, a ``leader-epoch-checkpoint``, ``partition.metadata``, producer
+state ``.snapshot`` files and offset checkpoints, following Kafka's rules for appending, reading,
+rolling, retention, truncation, flushing and recovery after a crash. A clock is always passed in.
 """
 
 from ._config import LONG_MAX, LogConfig
@@ -49,6 +49,8 @@ from ._producer_state import (
 )
 from ._results import AppendInfo, FileRegion, ReadResult, SegmentInfo
 from ._segment import TimestampAndOffset
+from ._txn_index import ENTRY_SIZE as TXN_INDEX_ENTRY_SIZE
+from ._txn_index import AbortedTxn, CompletedTxn, TransactionIndex
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -61,11 +63,14 @@ __all__ = [
     "NO_PRODUCER_ID",
     "NO_SEQUENCE",
     "NUM_BATCHES_TO_RETAIN",
+    "TXN_INDEX_ENTRY_SIZE",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
+    "AbortedTxn",
     "AppendInfo",
     "AppendOrigin",
     "BatchMetadata",
+    "CompletedTxn",
     "CorruptCheckpoint",
     "CorruptIndex",
     "CorruptRecord",
@@ -85,6 +90,7 @@ __all__ = [
     "SegmentInfo",
     "StorageError",
     "TimestampAndOffset",
+    "TransactionIndex",
     "UnexpectedAppendOffset",
     "Verdict",
     "VerdictKind",

@@ -1,5 +1,6 @@
 """File names and small file-system helpers shared by the storage modules (Kafka's ``LogFileUtils``:
-20-digit zero-padded base offsets, ``.log``, ``.index``, ``.timeindex``, ``.snapshot``, ``.deleted``)."""
+20-digit zero-padded base offsets, ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot``,
+``.deleted``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ __all__ = [
     "SNAPSHOT_SUFFIX",
     "TEMP_SUFFIX",
     "TIME_INDEX_SUFFIX",
+    "TXN_INDEX_SUFFIX",
     "file_name",
     "fsync_dir",
     "offset_from_file_name",
@@ -23,6 +25,7 @@ __all__ = [
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 TEMP_SUFFIX = ".tmp"

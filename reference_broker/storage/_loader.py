@@ -3,7 +3,11 @@ load every segment (rebuilding the indexes of any segment whose index files are 
 checks), and after an unclean shutdown re-validate every batch from the segment holding the recovery
 point on, cutting the log at the first bad or torn batch and dropping the segments after it. Then the
 log end offset, log start offset, leader epochs and producer state are made consistent with what
-survived."""
+survived.
+
+Recovering a segment replays its batches into the producer state as of the segment's base offset
+(rebuilt from the newest snapshot below it), which is how its transaction index is rebuilt: an ABORT
+marker's entry needs the transactions still open at that point (Kafka's ``recoverSegment``)."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from ._files import (
     LOG_SUFFIX,
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     file_name,
     fsync_dir,
     offset_from_file_name,
@@ -102,14 +107,28 @@ def load_log(
         if epoch >= 0 and (epochs.latest_epoch is None or epoch > epochs.latest_epoch):
             epochs.assign(epoch, header.base_offset)
 
-    segments, truncated = _load_segments(directory, config, now_ms, roll_jitter, assign_epoch)
+    def recover(segment: LogSegment, earlier: list[LogSegment]) -> int:
+        producers = ProducerStateManager(directory, config.producer_id_expiration_ms)
+        rebuild_producer_state(
+            producers,
+            earlier,
+            log_start_offset=log_start_checkpoint,
+            last_offset=segment.base_offset,
+            now_ms=now_ms,
+            reload_from_clean_shutdown=False,
+        )
+        cut = segment.recover(assign_epoch, producers)
+        producers.take_snapshot()  # the next segment's recovery starts from here
+        return cut
+
+    segments, truncated = _load_segments(directory, config, now_ms, roll_jitter, recover)
     if had_clean_shutdown and segments and not segments[-1].tail_is_whole():
         # Kafka trusts the clean-shutdown marker and skips recovery; a torn or extended last segment
         # under a marker would then fail every read, so the last segment is recovered after all.
         had_clean_shutdown = False
         recovery_checkpoint = min(recovery_checkpoint, segments[-1].base_offset)
     if not had_clean_shutdown:
-        segments, recovered = _recover_unflushed(segments, recovery_checkpoint, assign_epoch)
+        segments, recovered = _recover_unflushed(segments, recovery_checkpoint, recover)
         truncated += recovered
 
     end_offset_valid = bool(segments)
@@ -184,12 +203,16 @@ def _load_topic_id(path: Path, given: UUID | None) -> UUID | None:
     return given
 
 
+Recover = Callable[[LogSegment, list[LogSegment]], int]
+"""Recover a segment given the segments before it; returns the bytes cut."""
+
+
 def _load_segments(
     directory: Path,
     config: LogConfig,
     now_ms: int,
     roll_jitter: Callable[[], int],
-    assign_epoch: Callable[[BatchHeader], None],
+    recover: Recover,
 ) -> tuple[list[LogSegment], int]:
     segments = []
     truncated = 0
@@ -199,7 +222,7 @@ def _load_segments(
         base_offset = offset_from_file_name(path.name)
         if base_offset is None:
             continue
-        if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+        if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
             if not (directory / file_name(base_offset, LOG_SUFFIX)).exists():
                 path.unlink()  # an index without its log
         elif path.name.endswith(LOG_SUFFIX):
@@ -207,13 +230,13 @@ def _load_segments(
                 directory, base_offset, config, now_ms=now_ms, roll_jitter_ms=roll_jitter()
             )
             if segment.index_problem is not None:
-                truncated += segment.recover(assign_epoch)
+                truncated += recover(segment, segments)
             segments.append(segment)
     return segments, truncated
 
 
 def _recover_unflushed(
-    segments: list[LogSegment], recovery_point: int, assign_epoch: Callable[[BatchHeader], None]
+    segments: list[LogSegment], recovery_point: int, recover: Recover
 ) -> tuple[list[LogSegment], int]:
     """Re-validate from the segment holding the recovery point; at the first segment that had to be
     cut, every later segment goes (its data cannot follow a hole)."""
@@ -222,7 +245,7 @@ def _recover_unflushed(
         if segment.base_offset <= recovery_point:
             start = i
     for i in range(start, len(segments)):
-        truncated = segments[i].recover(assign_epoch)
+        truncated = recover(segments[i], segments[:i])
         if truncated > 0:
             for later in segments[i + 1 :]:
                 later.delete_files()

@@ -5,7 +5,7 @@ entry meaning "the batch holding this offset starts at or after this position"."
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from ._errors import CorruptIndex
@@ -96,6 +96,12 @@ class OffsetIndex:
         if slot < 0:
             return self.base_offset, 0
         return self.entry(slot)
+
+    def upper_bound_for_position(self, position: int) -> OffsetPosition | None:
+        """The first entry at or after byte ``position``, or None (Kafka's ``fetchUpperBoundOffset``
+        searches the positions for the end of a fetch this way)."""
+        slot = bisect_left(self._positions, position)
+        return self.entry(slot) if slot < self.entries else None
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry at or above ``offset`` (Kafka's three cases)."""

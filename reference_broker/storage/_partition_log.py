@@ -50,7 +50,7 @@ from ._lookups import (
     whole_batches_size,
 )
 from ._producer_state import AppendOrigin, ProducerStateEntry, ProducerStateError, VerdictKind
-from ._producer_state_manager import control_type_of, end_txn_marker_of, rebuild_producer_state
+from ._producer_state_manager import end_txn_marker_of, rebuild_producer_state
 from ._results import AppendInfo, FileRegion, ReadResult, SegmentInfo
 from ._retention import (
     Predicate,
@@ -60,7 +60,7 @@ from ._retention import (
     retention_size_breach,
 )
 from ._segment import LogSegment, TimestampAndOffset
-from ._txn_index import AbortedTxn, TransactionIndex
+from ._txn_index import AbortedTxn, CompletedTxn
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -110,7 +110,7 @@ class PartitionLog:
         self._producers = loaded.producers
         self._topic_id = loaded.topic_id
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self._txn_index = TransactionIndex.load(directory, self._bases, self._log_end_offset)
+        self._producers.on_high_watermark_updated(self._high_watermark)
         self._last_flush_ms = clock()
         self._closed = False
         self.had_clean_shutdown = loaded.had_clean_shutdown
@@ -236,9 +236,50 @@ class PartitionLog:
         self._config = config
 
     def update_high_watermark(self, high_watermark: int) -> int:
-        """Set the high watermark, bounded to [log start offset, log end offset]; returns it."""
+        """Set the high watermark, bounded to [log start offset, log end offset]; returns it.
+        Completed transactions whose markers it passes stop holding the last stable offset back."""
         self._high_watermark = min(max(high_watermark, self._log_start_offset), self._log_end_offset)
+        self._producers.on_high_watermark_updated(self._high_watermark)
         return self._high_watermark
+
+    # --- transactions --------------------------------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is open, or completed by a marker at or
+        above the high watermark, but never below the log start offset (Kafka's
+        ``maybeIncrementFirstUnstableOffset``); None when there is none."""
+        first = self._producers.first_unstable_offset
+        return None if first is None else max(first, self._log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: the first unstable offset, but never past the high watermark."""
+        first = self.first_unstable_offset
+        return self._high_watermark if first is None or first >= self._high_watermark else first
+
+    @property
+    def ongoing_transactions(self) -> Mapping[int, int]:
+        """Producer id -> first offset of its open transaction."""
+        return self._producers.ongoing_transactions
+
+    def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions with records in ``[start_offset, upper_bound_offset)``, searched from
+        the segment holding ``start_offset`` on (Kafka's ``collectAbortedTransactions``)."""
+        self._check_open()
+        first = max(floor_index(self._bases, start_offset), 0)
+        return self._collect_aborted(start_offset, upper_bound_offset, first)
+
+    def _collect_aborted(
+        self, start_offset: int, upper_bound_offset: int, first_segment: int
+    ) -> list[AbortedTxn]:
+        found: list[AbortedTxn] = []
+        for segment in self._segments[first_segment:]:
+            entries, complete = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            found.extend(entries)
+            if complete:
+                break
+        return found
 
     # --- leader epochs -------------------------------------------------------------------------
 
@@ -311,20 +352,20 @@ class PartitionLog:
             )
 
         pending: dict[int, ProducerStateEntry] = {}
-        completed: list[tuple[int, int, int, bool]] = []  # (producer id, first offset, marker offset, abort)
+        completed: list[CompletedTxn] = []
         for position, header in headers:
             if header.producer_id < 0:
                 continue
             marker = None
             if header.is_control:
                 marker = end_txn_marker_of(bytes(data[position : position + header.size_in_bytes]))
-                before = pending.get(header.producer_id) or self._producers.last_entry(header.producer_id)
-                first = before.current_txn_first_offset if before is not None else None
-                if marker is not None and first is not None:
-                    kind = control_type_of(bytes(data[position : position + header.size_in_bytes]))
-                    completed.append((header.producer_id, first, header.base_offset, kind == 0))
             verdict = self._producers.prepare(
-                pending, header, marker, origin=origin, transaction_version=transaction_version
+                pending,
+                header,
+                marker,
+                origin=origin,
+                transaction_version=transaction_version,
+                completed=completed,
             )
             if verdict.kind is VerdictKind.DUPLICATE:
                 original = verdict.duplicate_of
@@ -354,18 +395,9 @@ class PartitionLog:
             self._high_watermark = self._log_end_offset
         self._producers.commit(pending)
         self._producers.map_end_offset = last_offset + 1
-        for producer_id, first, marker_offset, aborted in completed:
-            if aborted:  # the LSO this transaction leaves behind is the next unstable offset
-                lso = self.first_unstable_offset
-                self._txn_index.append(
-                    AbortedTxn(
-                        producer_id,
-                        first,
-                        marker_offset,
-                        marker_offset + 1 if lso is None else lso,
-                        segment.base_offset,
-                    )
-                )
+        for txn in completed:  # the LSO is taken before the transaction leaves the open set
+            segment.update_txn_index(txn, self._producers.last_stable_offset(txn))
+            self._producers.complete_txn(txn)
         self._maybe_flush(now)
         return AppendInfo(
             first_offset=first_offset,
@@ -378,20 +410,6 @@ class PartitionLog:
             record_count=sum(h.record_count for _, h in headers),
             size_in_bytes=len(data),
         )
-
-    @property
-    def first_unstable_offset(self) -> int | None:
-        """The first offset of the oldest open transaction, or None when none is open."""
-        firsts = [
-            e.current_txn_first_offset
-            for e in self._producers.producers.values()
-            if e.current_txn_first_offset is not None
-        ]
-        return min(firsts) if firsts else None
-
-    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions with records in ``[start_offset, upper_offset)``."""
-        return self._txn_index.collect(start_offset, upper_offset)
 
     def _assign_offsets(
         self, data: bytearray, headers: list[tuple[int, BatchHeader]], leader_epoch: int, log_append_time: int
@@ -528,13 +546,19 @@ class PartitionLog:
         max_offset: int | None = None,
         min_one_batch: bool = True,
         whole_batches: bool = False,
+        include_aborted_txns: bool = False,
     ) -> ReadResult:
         """Kafka's log read. The bytes start at the batch holding ``start_offset``; at most
         ``max_bytes`` of them (but the whole first batch with ``min_one_batch``); nothing from the
         batch holding ``max_offset`` (the high watermark or last stable offset; the log end offset
         if None) on. Like Kafka's, the bytes may end inside a batch unless ``whole_batches``.
         ``OffsetOutOfRange`` below the log start offset or above the log end offset; reading at the
-        log end offset (or at or past ``max_offset``) returns nothing."""
+        log end offset (or at or past ``max_offset``) returns nothing.
+
+        With ``include_aborted_txns`` (a read_committed fetch) the result lists the aborted
+        transactions overlapping what was read, up to Kafka's upper bound: the first offset index
+        entry past the bytes read, else the next segment's base offset, else the log end offset
+        (``LocalLog.addAbortedTransactions``)."""
         self._check_open()
         if start_offset < self._log_start_offset or start_offset > self._log_end_offset:
             raise OffsetOutOfRange(start_offset, self._log_start_offset, self._log_end_offset)
@@ -542,6 +566,9 @@ class PartitionLog:
         if floor_index(self._bases, start_offset) < 0:
             raise OffsetOutOfRange(start_offset, self._log_start_offset, self._log_end_offset)
         found = None
+        # Kafka answers a read at or past the limit with no aborted transactions, and one that finds
+        # no batch at all (its data deleted meanwhile) without the list
+        aborted: list[AbortedTxn] | None = [] if include_aborted_txns and start_offset >= limit else None
         if start_offset < limit:
             max_position = offset_position(self._segments, self._bases, limit, self._log_end_offset)
             found = read_from(
@@ -551,6 +578,8 @@ class PartitionLog:
         incomplete = False
         if found is not None:
             segment, piece = found
+            if include_aborted_txns:
+                aborted = self._aborted_in_read(start_offset, segment, piece.position, piece.size)
             size = piece.size
             if whole_batches and size:
                 size = whole_batches_size(segment, piece.position, size)
@@ -564,7 +593,17 @@ class PartitionLog:
             high_watermark=self._high_watermark,
             log_start_offset=self._log_start_offset,
             log_end_offset=self._log_end_offset,
+            aborted_transactions=aborted,
         )
+
+    def _aborted_in_read(
+        self, start_offset: int, segment: LogSegment, position: int, size: int
+    ) -> list[AbortedTxn]:
+        upper = segment.fetch_upper_bound_offset(position, size)
+        index = self._bases.index(segment.base_offset)
+        if upper is None:
+            upper = self._bases[index + 1] if index + 1 < len(self._bases) else self._log_end_offset
+        return self._collect_aborted(start_offset, upper, index)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """The first record (at or after the log start offset) whose timestamp is at or above
@@ -614,14 +653,13 @@ class PartitionLog:
         doomed = [s for s in self._segments if s.base_offset > offset]
         self._remove_segments(doomed)
         self._active.truncate_to(offset, now_ms=self._clock())
-        self._txn_index.truncate_to(offset)
         self._log_end_offset = offset
         self._recovery_point = min(self._recovery_point, offset)
         self._epochs.truncate_from_end(offset)
         self._log_start_offset = min(offset, self._log_start_offset)
         self._rebuild_producer_state(offset)
-        if self._high_watermark >= self._log_end_offset:
-            self._high_watermark = self._log_end_offset
+        # the replay marks every transaction it completes unreplicated until told the high watermark
+        self.update_high_watermark(min(self._high_watermark, self._log_end_offset))
         self.checkpoint()
         return True
 
@@ -731,7 +769,6 @@ class PartitionLog:
         self._segments = [s for s in self._segments if id(s) not in ids]
         self._bases = [s.base_offset for s in self._segments]
         due = self._clock() + self._config.file_delete_delay_ms
-        self._txn_index.drop_segments({s.base_offset for s in doomed})
         for segment in doomed:
             segment.mark_deleted()
             self._producers.delete_snapshot(segment.base_offset)

@@ -2,9 +2,13 @@
 producer id, the offset up to which the log has been applied (``map_end_offset``) and the snapshot
 files ``<offset>.snapshot`` it is saved to on roll and close and reloaded from on open, followed by a
 replay of the batches after the snapshot (``rebuild_producer_state``, from Kafka's
-``UnifiedLog.rebuildProducerState``). Transactions are tracked only as far as producer entries go
-(open transaction's first offset, coordinator epoch); the last stable offset and the transaction
-index are not kept here."""
+``UnifiedLog.rebuildProducerState``).
+
+It also knows which transactions hold the last stable offset back: the open ones (each producer's
+``current_txn_first_offset``) and the completed ones whose marker is not yet below the high watermark
+(Kafka's ``unreplicatedTxns``). The first offset of either kind is the first unstable offset; the
+LSO written into the transaction index for a completed transaction is the first offset of the
+oldest transaction of another producer still open (``lastStableOffset(completedTxn)``)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,6 @@ from kconform.codecs.records import (
     BatchHeader,
     ControlRecordType,
     decode_batch,
-    decode_control_key,
     decode_end_txn_marker,
 )
 
@@ -37,33 +40,22 @@ from ._producer_state import (
     increment_sequence,
     merge_entries,
 )
+from ._txn_index import CompletedTxn
 
 if TYPE_CHECKING:
     from ._segment import LogSegment
 
 __all__ = [
-    "control_type_of",
     "EndTxnMarkerInfo",
     "ProducerStateManager",
     "end_txn_marker_of",
     "rebuild_producer_state",
 ]
 
-EndTxnMarkerInfo = tuple[int, int]
-"""(coordinator epoch, record timestamp) of a COMMIT or ABORT marker."""
+EndTxnMarkerInfo = tuple[int, int, bool]
+"""(coordinator epoch, record timestamp, is COMMIT) of a COMMIT or ABORT marker."""
 
 _OK = Verdict(VerdictKind.OK)
-
-
-def control_type_of(batch_bytes: bytes) -> int | None:
-    """The type of a control batch's first record (0 ABORT, 1 COMMIT), or None if it has none."""
-    batch = decode_batch(batch_bytes, verify_crc=False)
-    if not batch.records:
-        return None
-    try:
-        return decode_control_key(batch.records[0].key)[1]
-    except DecodeError:
-        return None
 
 
 def end_txn_marker_of(batch_bytes: bytes) -> EndTxnMarkerInfo | None:
@@ -79,7 +71,7 @@ def end_txn_marker_of(batch_bytes: bytes) -> EndTxnMarkerInfo | None:
         return None
     if marker.type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
         return None
-    return marker.coordinator_epoch, record.timestamp
+    return marker.coordinator_epoch, record.timestamp, marker.type == ControlRecordType.COMMIT
 
 
 class ProducerStateManager:
@@ -87,6 +79,8 @@ class ProducerStateManager:
         self.directory = directory
         self._expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self._unreplicated: dict[int, tuple[int, int]] = {}  # first offset -> (producer id, marker offset)
         self._snapshots: dict[int, Path] = {}
         self.map_end_offset = 0
         self._last_snap_offset = 0
@@ -111,7 +105,7 @@ class ProducerStateManager:
 
     @property
     def is_empty(self) -> bool:
-        return not self._producers
+        return not self._producers and not self._unreplicated
 
     def is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
         return entry.current_txn_first_offset is None and now_ms - entry.last_timestamp >= self._expiration_ms
@@ -119,6 +113,59 @@ class ProducerStateManager:
     def remove_expired_producers(self, now_ms: int) -> None:
         for producer_id in [p for p, e in self._producers.items() if self.is_expired(e, now_ms)]:
             del self._producers[producer_id]
+
+    def _put(self, entry: ProducerStateEntry) -> None:
+        # A transaction leaves the open set only through ``complete_txn``, as in Kafka: when one append
+        # completes several, each one's LSO must still see the others as open.
+        self._producers[entry.producer_id] = entry
+        if entry.current_txn_first_offset is not None:
+            self._ongoing[entry.producer_id] = entry.current_txn_first_offset
+
+    def _clear(self) -> None:
+        self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
+
+    # --- transactions --------------------------------------------------------------------------
+
+    @property
+    def ongoing_transactions(self) -> Mapping[int, int]:
+        """Producer id -> first offset of each open transaction."""
+        return MappingProxyType(self._ongoing)
+
+    @property
+    def first_undecided_offset(self) -> int | None:
+        """The first offset of the oldest open transaction."""
+        return min(self._ongoing.values(), default=None)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is open, or complete with its marker not
+        yet below the high watermark; None when there is none."""
+        undecided = self.first_undecided_offset
+        unreplicated = min(self._unreplicated, default=None)
+        if undecided is None or unreplicated is None:
+            return undecided if unreplicated is None else unreplicated
+        return min(undecided, unreplicated)
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO to record for a transaction that has just completed: the first offset of the
+        oldest open transaction of any other producer, else the offset after its marker."""
+        others = [first for pid, first in self._ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """The transaction stays unstable until the high watermark passes its marker."""
+        if self._ongoing.get(completed.producer_id) == completed.first_offset:
+            del self._ongoing[completed.producer_id]
+        self._unreplicated[completed.first_offset] = (completed.producer_id, completed.last_offset)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        self._remove_unreplicated_below(high_watermark)
+
+    def _remove_unreplicated_below(self, offset: int) -> None:
+        for first in [f for f, (_, last) in self._unreplicated.items() if last < offset]:
+            del self._unreplicated[first]
 
     # --- appends -------------------------------------------------------------------------------
 
@@ -130,10 +177,12 @@ class ProducerStateManager:
         *,
         origin: AppendOrigin,
         transaction_version: int = 0,
+        completed: list[CompletedTxn] | None = None,
     ) -> Verdict:
         """Check one batch of an append and record its effect in ``pending`` (the entries updated so
         far by this append, applied with ``commit``). Returns DUPLICATE (nothing should be written),
-        an error verdict, or OK."""
+        an error verdict, or OK. A marker that closes a transaction with data in it adds that
+        transaction to ``completed`` (an empty one changes no LSO and no index)."""
         producer_id = header.producer_id
         current = self._producers.get(producer_id)
         updated = pending.get(producer_id)
@@ -143,7 +192,8 @@ class ProducerStateManager:
             if marker is None:
                 pending[producer_id] = updated
                 return _OK
-            coordinator_epoch, timestamp = marker
+            coordinator_epoch, timestamp, is_commit = marker
+            first_offset = updated.current_txn_first_offset
             entry, verdict = append_end_txn_marker(
                 updated,
                 producer_epoch=header.producer_epoch,
@@ -152,6 +202,8 @@ class ProducerStateManager:
                 origin=origin,
                 transaction_version=transaction_version,
             )
+            if verdict.ok and first_offset is not None and completed is not None:
+                completed.append(CompletedTxn(producer_id, first_offset, header.base_offset, not is_commit))
         else:
             last_seq = (
                 NO_SEQUENCE
@@ -183,13 +235,16 @@ class ProducerStateManager:
 
     def commit(self, pending: Mapping[int, ProducerStateEntry]) -> None:
         for producer_id, entry in pending.items():
-            self._producers[producer_id] = merge_entries(self._producers.get(producer_id), entry)
+            self._put(merge_entries(self._producers.get(producer_id), entry))
 
-    def apply_replicated(self, header: BatchHeader, marker: EndTxnMarkerInfo | None) -> None:
-        """Apply one batch already in the log, refusing nothing (log replay)."""
+    def apply_replicated(self, header: BatchHeader, marker: EndTxnMarkerInfo | None) -> CompletedTxn | None:
+        """Apply one batch already in the log, refusing nothing (log replay); returns the transaction
+        its marker completes, which the caller then passes to ``complete_txn``."""
         pending: dict[int, ProducerStateEntry] = {}
-        self.prepare(pending, header, marker, origin=AppendOrigin.REPLICATION)
+        completed: list[CompletedTxn] = []
+        self.prepare(pending, header, marker, origin=AppendOrigin.REPLICATION, completed=completed)
         self.commit(pending)
+        return completed[0] if completed else None
 
     # --- snapshots -----------------------------------------------------------------------------
 
@@ -234,7 +289,7 @@ class ProducerStateManager:
                 continue
             for entry in entries:
                 if not self.is_expired(entry, now_ms):
-                    self._producers[entry.producer_id] = entry
+                    self._put(entry)
             self._last_snap_offset = self.map_end_offset = offset
             return
         self._last_snap_offset = self.map_end_offset = log_start_offset
@@ -246,19 +301,20 @@ class ProducerStateManager:
             if offset > log_end_offset or offset <= log_start_offset:
                 self.delete_snapshot(offset)
         if log_end_offset != self.map_end_offset:
-            self._producers.clear()
+            self._clear()  # the log is cut at or below the high watermark: no unreplicated marker left
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        self._producers.clear()
+        self._clear()
         for snapshot_offset in list(self._snapshots):
             self.delete_snapshot(snapshot_offset)
         self._last_snap_offset = 0
         self.map_end_offset = offset
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self._remove_unreplicated_below(log_start_offset)
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
         latest = self.latest_snapshot_offset()
         self._last_snap_offset = latest if latest is not None else log_start_offset
@@ -317,4 +373,6 @@ def _replay_segment(manager: ProducerStateManager, segment: LogSegment, start: i
         marker = None
         if header.is_control:
             marker = end_txn_marker_of(segment.read_bytes(position, header.size_in_bytes))
-        manager.apply_replicated(header, marker)
+        completed = manager.apply_replicated(header, marker)
+        if completed is not None:
+            manager.complete_txn(completed)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._files import pread_exact
+from ._txn_index import AbortedTxn
 
 __all__ = ["AppendInfo", "FileRegion", "ReadResult", "SegmentInfo"]
 
@@ -52,7 +53,7 @@ class ReadResult:
     start at the batch holding ``start_offset`` (so they may begin before it) and, unless whole
     batches were asked for, may end inside a batch; ``first_entry_incomplete`` says the first batch
     itself was cut by ``max_bytes`` (only without min-one-batch). The offsets are those of the log
-    when it was read."""
+    when it was read. ``aborted_transactions`` is None unless the read asked for them."""
 
     start_offset: int
     region: FileRegion | None
@@ -60,6 +61,7 @@ class ReadResult:
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None
 
     @property
     def size(self) -> int:

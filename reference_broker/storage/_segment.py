@@ -1,7 +1,8 @@
 """One log segment (Kafka's ``LogSegment``): a ``.log`` file holding batches exactly as on the wire,
-its sparse ``.index`` and ``.timeindex``, and the in-memory state Kafka keeps beside them (the
-largest timestamp so far and its offset, the timestamp that time-based rolling counts from, the bytes
-appended since the last index entry). Batches are read only through ``kconform.codecs.records``."""
+its sparse ``.index`` and ``.timeindex``, its ``.txnindex`` of aborted transactions, and the in-memory
+state Kafka keeps beside them (the largest timestamp so far and its offset, the timestamp that
+time-based rolling counts from, the bytes appended since the last index entry). Batches are read only
+through ``kconform.codecs.records``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kconform.codecs import DecodeError
 from kconform.codecs.records import BatchHeader, decode_batch, iter_batch_headers
@@ -20,11 +22,17 @@ from ._files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     file_name,
     pread_exact,
 )
 from ._offset_index import OffsetIndex
+from ._producer_state_manager import end_txn_marker_of
 from ._time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from ._txn_index import AbortedTxn, CompletedTxn, TransactionIndex
+
+if TYPE_CHECKING:
+    from ._producer_state_manager import ProducerStateManager
 
 __all__ = ["LogSegment", "SegmentSlice", "TimestampAndOffset"]
 
@@ -60,6 +68,7 @@ class LogSegment:
         size: int,
         offset_index: OffsetIndex,
         time_index: TimeIndex,
+        txn_index: TransactionIndex,
         config: LogConfig,
         roll_jitter_ms: int,
         created_ms: int,
@@ -69,6 +78,7 @@ class LogSegment:
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.offset_index = offset_index
         self.time_index = time_index
+        self.txn_index = txn_index
         self.roll_jitter_ms = roll_jitter_ms
         self.index_problem: str | None = None
         self._fd = fd
@@ -96,23 +106,31 @@ class LogSegment:
         time_index = TimeIndex.create(
             directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes
         )
-        return cls(directory, base_offset, fd, 0, offset_index, time_index, config, roll_jitter_ms, now_ms)
+        txn_path = directory / file_name(base_offset, TXN_INDEX_SUFFIX)
+        txn_path.unlink(missing_ok=True)  # a leftover of an earlier segment at this offset
+        txn_index = TransactionIndex(txn_path, base_offset)
+        return cls(
+            directory, base_offset, fd, 0, offset_index, time_index, txn_index, config, roll_jitter_ms, now_ms
+        )
 
     @classmethod
     def open(
         cls, directory: Path, base_offset: int, config: LogConfig, *, now_ms: int, roll_jitter_ms: int
     ) -> LogSegment:
         """An existing segment. If an index file is missing or fails its checks, the segment gets
-        empty indexes and says why in ``index_problem``; the loader then recovers it."""
+        empty indexes and says why in ``index_problem``; the loader then recovers it. A missing
+        ``.txnindex`` only means no transaction was aborted in the segment."""
         log_path = directory / file_name(base_offset, LOG_SUFFIX)
         fd = os.open(log_path, os.O_RDWR)
         size = os.fstat(fd).st_size
         index_path = directory / file_name(base_offset, INDEX_SUFFIX)
         time_index_path = directory / file_name(base_offset, TIME_INDEX_SUFFIX)
+        txn_index_path = directory / file_name(base_offset, TXN_INDEX_SUFFIX)
         problem = None
         try:
             offset_index = OffsetIndex.load(index_path, base_offset, config.segment_index_bytes, size)
             time_index = TimeIndex.load(time_index_path, base_offset, config.segment_index_bytes)
+            txn_index = TransactionIndex.open(txn_index_path, base_offset)
         except FileNotFoundError as exc:
             problem = f"missing index file {Path(exc.filename).name}"
         except CorruptIndex as exc:
@@ -120,8 +138,18 @@ class LogSegment:
         if problem is not None:
             offset_index = OffsetIndex.create(index_path, base_offset, config.segment_index_bytes)
             time_index = TimeIndex.create(time_index_path, base_offset, config.segment_index_bytes)
+            txn_index = TransactionIndex(txn_index_path, base_offset)  # recovery rewrites the file
         segment = cls(
-            directory, base_offset, fd, size, offset_index, time_index, config, roll_jitter_ms, now_ms
+            directory,
+            base_offset,
+            fd,
+            size,
+            offset_index,
+            time_index,
+            txn_index,
+            config,
+            roll_jitter_ms,
+            now_ms,
         )
         segment.index_problem = problem
         return segment
@@ -131,6 +159,7 @@ class LogSegment:
         self.time_index.maybe_append(*self.max_timestamp_and_offset_so_far, skip_full_check=True)
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def flush(self) -> None:
         if self._dirty:
@@ -138,6 +167,7 @@ class LogSegment:
             self._dirty = False
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd < 0:
@@ -147,6 +177,7 @@ class LogSegment:
         self.flush()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         os.close(self._fd)
         self._fd = -1
 
@@ -154,6 +185,7 @@ class LogSegment:
         """Close the descriptors without writing the final time index entry (a crash, a failed disk)."""
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -168,6 +200,9 @@ class LogSegment:
         self.log_path = deleted_log
         for index in (self.offset_index, self.time_index):
             index.file.rename(index.file.path.with_name(index.file.path.name + DELETED_SUFFIX))
+        self.txn_index.rename(
+            self.txn_index.file.path.with_name(self.txn_index.file.path.name + DELETED_SUFFIX)
+        )
 
     def delete_files(self) -> None:
         if self._fd >= 0:
@@ -175,6 +210,7 @@ class LogSegment:
             self._fd = -1
         self.offset_index.file.delete()
         self.time_index.file.delete()
+        self.txn_index.delete()
         self.log_path.unlink(missing_ok=True)
 
     # --- state ---------------------------------------------------------------------------------
@@ -384,12 +420,19 @@ class LogSegment:
             self._dirty = True
         return max(truncated, 0)
 
-    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
-        """Rebuild both indexes from the ``.log``, checking every batch (CRC, size, magic 2, offsets
+    def recover(
+        self,
+        on_batch: Callable[[BatchHeader], None] | None = None,
+        producers: ProducerStateManager | None = None,
+    ) -> int:
+        """Rebuild the indexes from the ``.log``, checking every batch (CRC, size, magic 2, offsets
         rising and within the index's range), and cut the file at the first bad or torn batch.
-        ``on_batch`` sees each good batch (the leader epoch cache uses it). Returns the bytes cut."""
+        ``on_batch`` sees each good batch (the leader epoch cache uses it). ``producers``, the
+        producer state as of this segment's base offset, is brought to its end, and every ABORT
+        marker found goes back into the transaction index. Returns the bytes cut."""
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         self._max_timestamp_and_offset = self.time_index.last_entry
         valid_bytes = 0
         last_index_entry = 0
@@ -410,10 +453,13 @@ class LogSegment:
                     self.offset_index.append(header.last_offset, valid_bytes)
                     self.time_index.maybe_append(*self.max_timestamp_and_offset_so_far)
                     last_index_entry = valid_bytes
+                position = valid_bytes
                 valid_bytes += header.size_in_bytes
                 next_offset = header.next_offset
                 if on_batch is not None:
                     on_batch(header)
+                if producers is not None:
+                    self._replay_producer_state(producers, position, header)
         except DecodeError:
             pass
         truncated = self._truncate_file(valid_bytes)
@@ -421,12 +467,47 @@ class LogSegment:
         self.index_problem = None
         return truncated
 
+    def _replay_producer_state(
+        self, producers: ProducerStateManager, position: int, header: BatchHeader
+    ) -> None:
+        """One recovered batch applied to the producer state (Kafka's ``updateProducerState``)."""
+        if header.producer_id >= 0:
+            marker = None
+            if header.is_control:
+                marker = end_txn_marker_of(self.read_bytes(position, header.size_in_bytes))
+            completed = producers.apply_replicated(header, marker)
+            if completed is not None:
+                self.update_txn_index(completed, producers.last_stable_offset(completed))
+                producers.complete_txn(completed)
+        producers.map_end_offset = header.last_offset + 1
+
+    def update_txn_index(self, completed: CompletedTxn, last_stable_offset: int) -> None:
+        """Record a transaction whose marker is in this segment, if it was aborted."""
+        if completed.is_aborted:
+            self.txn_index.append(
+                AbortedTxn(
+                    completed.producer_id, completed.first_offset, completed.last_offset, last_stable_offset
+                )
+            )
+
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> tuple[list[AbortedTxn], bool]:
+        return self.txn_index.collect(fetch_offset, upper_bound_offset)
+
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
+        """An offset at or past the end of a read of ``fetch_size`` bytes from ``start_position``,
+        from the sparse offset index; None when the index has no entry that far."""
+        found = self.offset_index.upper_bound_for_position(start_position + fetch_size)
+        return None if found is None else found[0]
+
     def truncate_to(self, offset: int, *, now_ms: int) -> int:
         """Drop every batch that ends at or after ``offset`` and the index entries pointing there.
         Returns the bytes cut."""
         found = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         truncated = 0 if found is None else self._truncate_file(found[0])
         if self._size == 0:
             self._created_ms = now_ms

@@ -1,25 +1,39 @@
-"""Aborted transactions of one partition (Kafka's ``TransactionIndex``): one ``<base offset>.txnindex``
-file per segment, holding an entry for every transaction whose ABORT marker landed in that segment.
+"""The aborted transactions of one segment (Kafka's ``TransactionIndex``): ``<base offset>.txnindex``
+holds one entry for every transaction whose ABORT marker is in that segment, in marker order.
 
-An entry is 34 bytes: version int16 (0), producer id int64, first offset int64, last offset int64 (the
-marker's), last stable offset int64 (the partition's LSO once this transaction completed). A
-read_committed fetch asks which aborted transactions overlap the offsets it returns, so that the
-consumer can drop their records. Entries are kept in memory as well; the files make them survive a
-restart. An entry at or past the log end after a crash belongs to a torn write and is dropped."""
+An entry is 34 bytes, big-endian: version int16 (0), producer id int64, first offset int64, last
+offset int64 (the marker's), last stable offset int64 (the partition's LSO once the transaction was
+complete). A read_committed fetch asks which aborted transactions overlap the offsets it returns so
+the consumer can drop their records. As in Kafka the file is created only when the first entry is
+written, emptied when the segment is recovered, cut when the log is truncated and renamed and deleted
+with its segment. The entries are also kept in memory, so a fetch never reads the file."""
 
 from __future__ import annotations
 
-import os
 import struct
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._files import file_name, offset_from_file_name
+from ._errors import CorruptIndex
+from ._index_file import IndexFile
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_SUFFIX"]
+__all__ = ["ENTRY_SIZE", "AbortedTxn", "CompletedTxn", "TransactionIndex"]
 
-TXN_INDEX_SUFFIX = ".txnindex"
 _ENTRY = struct.Struct(">hqqqq")
+ENTRY_SIZE = _ENTRY.size
+_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by a COMMIT or ABORT marker (Kafka's ``CompletedTxn``); the last offset
+    is the marker's."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,78 +42,108 @@ class AbortedTxn:
     first_offset: int
     last_offset: int
     last_stable_offset: int
-    segment_base: int
 
     def encode(self) -> bytes:
-        return _ENTRY.pack(0, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
+        return _ENTRY.pack(
+            _VERSION, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset
+        )
+
+    @classmethod
+    def decode(cls, data: bytes | memoryview) -> AbortedTxn:
+        """One entry; CorruptIndex for a version this broker does not know."""
+        version, producer_id, first, last, lso = _ENTRY.unpack(data)
+        if version != _VERSION:
+            raise CorruptIndex(f"aborted transaction entry of unknown version {version}")
+        return cls(producer_id, first, last, lso)
 
 
 class TransactionIndex:
-    def __init__(self, directory: Path, entries: list[AbortedTxn]) -> None:
-        self._dir = directory
-        self._entries = entries
+    def __init__(self, path: Path, start_offset: int) -> None:
+        """An index with no entries; ``open`` reads an existing file."""
+        self.start_offset = start_offset
+        self.file = IndexFile(path, ENTRY_SIZE)
+        self._entries: list[AbortedTxn] = []
+        self._last_offsets: list[int] = []
 
     @classmethod
-    def load(cls, directory: Path, segment_bases: list[int], log_end_offset: int) -> TransactionIndex:
-        entries: list[AbortedTxn] = []
-        live = set(segment_bases)
-        for path in sorted(directory.glob("*" + TXN_INDEX_SUFFIX)):
-            base = offset_from_file_name(path.name)
-            if base is None:
-                continue
-            if base not in live:
-                path.unlink(missing_ok=True)  # its segment is gone
-                continue
-            data = path.read_bytes()
-            whole = len(data) - len(data) % _ENTRY.size
-            kept = []
-            for version, pid, first, last, lso in _ENTRY.iter_unpack(data[:whole]):
-                if version != 0 or last >= log_end_offset or first > last:
-                    continue
-                kept.append(AbortedTxn(pid, first, last, lso, base))
-            entries.extend(kept)
-            if len(kept) * _ENTRY.size != len(data):
-                _rewrite(path, kept)
-        entries.sort(key=lambda e: e.last_offset)
-        return cls(directory, entries)
+    def open(cls, path: Path, start_offset: int) -> TransactionIndex:
+        """The index of the segment at ``start_offset``, from its file if there is one. A torn last
+        entry is cut off. CorruptIndex (the loader then rebuilds the index from the log) for an
+        unknown entry version, markers out of order, or one below the segment (Kafka's sanity check)."""
+        index = cls(path, start_offset)
+        try:
+            data = index.file.read()
+        except FileNotFoundError:
+            return index
+        whole = len(data) - len(data) % ENTRY_SIZE
+        for position in range(0, whole, ENTRY_SIZE):
+            index._remember(AbortedTxn.decode(data[position : position + ENTRY_SIZE]))
+        if whole != len(data):
+            index.file.truncate(whole // ENTRY_SIZE)
+        return index
+
+    def _remember(self, entry: AbortedTxn) -> None:
+        if entry.last_offset < self.start_offset:
+            raise CorruptIndex(
+                f"aborted transaction {entry} in {self.file.path} ends below the segment's base offset "
+                f"{self.start_offset}"
+            )
+        if self._last_offsets and entry.last_offset <= self._last_offsets[-1]:
+            raise CorruptIndex(
+                f"aborted transaction {entry} in {self.file.path} does not follow marker offset "
+                f"{self._last_offsets[-1]}"
+            )
+        self._entries.append(entry)
+        self._last_offsets.append(entry.last_offset)
 
     @property
     def entries(self) -> list[AbortedTxn]:
         return list(self._entries)
 
     def append(self, entry: AbortedTxn) -> None:
-        self._entries.append(entry)
-        path = self._dir / file_name(entry.segment_base, TXN_INDEX_SUFFIX)
-        with open(path, "ab") as f:
-            f.write(entry.encode())
+        """Add an aborted transaction; its marker must come after the last one's (ValueError)."""
+        try:
+            self._remember(entry)
+        except CorruptIndex as exc:
+            raise ValueError(str(exc)) from None
+        self.file.write_entry(len(self._entries) - 1, entry.encode())
 
-    def collect(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions with data in ``[start_offset, upper_offset)`` (Kafka's
-        ``collectAbortedTransactions``): any that end at or after the start and begin before the end."""
-        return [e for e in self._entries if e.last_offset >= start_offset and e.first_offset < upper_offset]
+    def collect(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
+        """The aborted transactions with records in ``[fetch_offset, upper_bound_offset)``, and whether
+        the search is complete: once an entry's LSO reaches the upper bound, no transaction completed
+        later (here or in a later segment) can have started below it (``collectAbortedTxns``)."""
+        found = []
+        for entry in self._entries:
+            if entry.last_offset >= fetch_offset and entry.first_offset < upper_bound_offset:
+                found.append(entry)
+            if entry.last_stable_offset >= upper_bound_offset:
+                return found, True
+        return found, False
 
     def truncate_to(self, offset: int) -> None:
-        """Forget transactions whose marker is at or after ``offset``."""
-        doomed = [e for e in self._entries if e.last_offset >= offset]
-        if not doomed:
-            return
-        self._entries = [e for e in self._entries if e.last_offset < offset]
-        for base in {e.segment_base for e in doomed}:
-            _rewrite(
-                self._dir / file_name(base, TXN_INDEX_SUFFIX),
-                [e for e in self._entries if e.segment_base == base],
-            )
+        """Forget the transactions whose marker is at or after ``offset``."""
+        keep = bisect_left(self._last_offsets, offset)
+        if keep < len(self._entries):
+            del self._entries[keep:]
+            del self._last_offsets[keep:]
+            self.file.truncate(keep)
 
-    def drop_segments(self, bases: set[int]) -> None:
-        self._entries = [e for e in self._entries if e.segment_base not in bases]
-        for base in bases:
-            (self._dir / file_name(base, TXN_INDEX_SUFFIX)).unlink(missing_ok=True)
+    def reset(self) -> None:
+        """Empty the index (segment recovery rebuilds it from the log)."""
+        self._entries.clear()
+        self._last_offsets.clear()
+        if self.file.path.exists():
+            self.file.truncate(0)
 
+    def flush(self) -> None:
+        self.file.flush()
 
-def _rewrite(path: Path, entries: list[AbortedTxn]) -> None:
-    if not entries:
-        path.unlink(missing_ok=True)
-        return
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_bytes(b"".join(e.encode() for e in entries))
-    os.replace(temp, path)
+    def close(self) -> None:
+        self.file.close()
+
+    def rename(self, new_path: Path) -> None:
+        self.file.close()
+        self.file.rename(new_path)
+
+    def delete(self) -> None:
+        self.file.delete()
