@@ -131,7 +131,10 @@ class Partition:
         return self.log.log_end_offset
 
     def under_min_isr(self) -> bool:
-        return len(self.state.isr) < self.min_insync_replicas
+        """Kafka's ``Partition.effectiveMinIsr`` (KAFKA-15583): min.insync.replicas counts only up to
+        the number of replicas, so a topic with fewer replicas than that is not refused acks=all."""
+        state = self.state
+        return len(state.isr) < min(self.min_insync_replicas, len(state.replicas))
 
     def _advance_high_watermark(self) -> None:
         # The in-sync replica set is this leader alone until replication lands: everything written

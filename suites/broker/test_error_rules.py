@@ -428,9 +428,10 @@ def test_acks_zero_with_an_error_closes_the_connection(tmp_path):
     assert latest.offset == 3  # the good acks=0 produce landed
 
 
-def test_acks_all_below_min_insync_replicas_is_not_enough_replicas(tmp_path):
-    # Partition.appendRecordsToLeader: requiredAcks == -1 and inSyncSize < minIsr ->
-    # NotEnoughReplicasException, before anything is written; acks=1 does not look at the ISR.
+def test_acks_all_counts_min_insync_replicas_only_up_to_the_replication_factor(tmp_path):
+    # Partition.appendRecordsToLeader refuses acks=-1 with NOT_ENOUGH_REPLICAS when the ISR is below
+    # effectiveMinIsr = min(min.insync.replicas, replicas) (KAFKA-15583): a one-replica topic with
+    # min.insync.replicas=2 takes acks=all, as Kafka 4.0 does.
     async def scenario(broker: Broker):
         await broker.create_topic()
         all_acks = await broker.produce(batch(), acks=-1)
@@ -438,9 +439,9 @@ def test_acks_all_below_min_insync_replicas_is_not_enough_replicas(tmp_path):
         return all_acks, leader_ack, await broker.list_offsets(LATEST)
 
     all_acks, leader_ack, latest = run(tmp_path, scenario, **{"min.insync.replicas": "2"})
-    assert all_acks.error_code == Errors.NOT_ENOUGH_REPLICAS
-    assert (leader_ack.error_code, leader_ack.base_offset) == (Errors.NONE, 0)
-    assert latest.offset == 3
+    assert (all_acks.error_code, all_acks.base_offset) == (Errors.NONE, 0)
+    assert (leader_ack.error_code, leader_ack.base_offset) == (Errors.NONE, 3)
+    assert latest.offset == 6
 
 
 def test_corrupt_first_batch_in_any_partition_fails_the_whole_request(tmp_path):

@@ -415,14 +415,15 @@ def test_a_marker_with_a_lower_coordinator_epoch_is_transaction_coordinator_fenc
     assert lso == 4
 
 
-def test_write_txn_markers_needs_min_insync_replicas(tmp_path):
-    """``KafkaApis.handleWriteTxnMarkersRequest`` appends with acks=-1, so
-    ``Partition.appendRecordsToLeader`` refuses it below ``min.insync.replicas``: NOT_ENOUGH_REPLICAS."""
+def test_write_txn_markers_count_min_insync_replicas_only_up_to_the_replication_factor(tmp_path):
+    """``KafkaApis.handleWriteTxnMarkersRequest`` appends with acks=-1, which
+    ``Partition.appendRecordsToLeader`` refuses only below ``effectiveMinIsr`` =
+    min(min.insync.replicas, replicas) (KAFKA-15583): a one-replica topic takes the marker."""
 
     async def scenario(b: Broker):
         return await b.end_txn(P1, commit=True)
 
-    assert run(tmp_path, scenario, topic_configs={"min.insync.replicas": "2"}) == Errors.NOT_ENOUGH_REPLICAS
+    assert run(tmp_path, scenario, topic_configs={"min.insync.replicas": "2"}) == Errors.NONE
 
 
 def test_write_txn_markers_results_are_keyed_by_producer_id(tmp_path):
