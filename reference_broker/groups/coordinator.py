@@ -378,7 +378,9 @@ class GroupCoordinator:
         existing = self.groups.get(group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
             if getattr(existing, "is_empty", False) and not member_id:
-                del self.groups[group_id]  # an empty consumer group turns classic (Kafka's downgrade)
+                # An empty consumer group turns classic (Kafka's downgrade): its records go first.
+                self.write(group_id, existing.tombstones())
+                del self.groups[group_id]
             else:
                 return JoinOutcome(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
         group = self.groups.get(group_id)

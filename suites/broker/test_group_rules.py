@@ -556,3 +556,32 @@ def test_describe_groups_shows_members_and_an_unknown_group_as_dead(tmp_path):
         f"assignment-{described.members[0].member_id}".encode()
     ]
     assert (unknown.error_code, unknown.group_state) == (Errors.NONE, "Dead")
+
+
+def test_an_empty_consumer_group_joined_classically_is_erased_from_the_log_first(tmp_path):
+    """GroupMetadataManager's downgrade: a classic JoinGroup on an empty consumer group replaces it, and
+    the consumer group's records are tombstoned before the classic group's are written."""
+    from kconform.codecs.messages import ConsumerGroupHeartbeatRequest
+
+    async def scenario(c: Cluster):
+        join = ConsumerGroupHeartbeatRequest(
+            group_id="g",
+            member_id="m",
+            member_epoch=0,
+            rebalance_timeout_ms=5000,
+            subscribed_topic_names=["t"],
+            topic_partitions=[],
+        )
+        await c.client.call(68, 1, join)
+        leave = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=-1)
+        assert (await c.client.call(68, 1, leave)).error_code == Errors.NONE
+        joined, generation, leader = await stable_group(c, "g")
+        partition = c.node.consumer_offsets.partition_for("g")
+        stored = list(c.node.consumer_offsets.read(partition))
+        return [(int.from_bytes(s.key[:2], "big"), s.value is None) for s in stored]
+
+    records = run(tmp_path, scenario)
+    group_epoch = [i for i, (kind, tombstone) in enumerate(records) if kind == 3]
+    classic = [i for i, (kind, _) in enumerate(records) if kind == 2]
+    assert group_epoch and records[group_epoch[-1]][1], "the consumer group's epoch record was not tombstoned"
+    assert classic and classic[0] > group_epoch[-1]
