@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import ClassVar
 from uuid import UUID
 
 from kconform.codecs._primitives import read_uvarint, write_uvarint
@@ -102,9 +103,12 @@ class CurrentAssignmentValue:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupEpoch:
+class _EpochRecord:
+    """A group-level epoch record; subclasses name the key version."""
+
     group_id: str
     epoch: int | None
+    _KEY_VERSION: ClassVar[int]
 
     @property
     def tombstone(self) -> bool:
@@ -112,7 +116,12 @@ class GroupEpoch:
 
     def encode(self) -> tuple[bytes, bytes | None]:
         value = None if self.epoch is None else _Out().i32(self.epoch).done()
-        return _key(GROUP_EPOCH, self.group_id), value
+        return _key(self._KEY_VERSION, self.group_id), value
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEpoch(_EpochRecord):
+    _KEY_VERSION: ClassVar[int] = GROUP_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,17 +167,8 @@ class MemberSubscription:
 
 
 @dataclass(frozen=True, slots=True)
-class TargetEpoch:
-    group_id: str
-    epoch: int | None
-
-    @property
-    def tombstone(self) -> bool:
-        return self.epoch is None
-
-    def encode(self) -> tuple[bytes, bytes | None]:
-        value = None if self.epoch is None else _Out().i32(self.epoch).done()
-        return _key(TARGET_EPOCH, self.group_id), value
+class TargetEpoch(_EpochRecord):
+    _KEY_VERSION: ClassVar[int] = TARGET_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
