@@ -1,0 +1,103 @@
+"""What the client knows of the cluster: brokers, topics, partition leaders. Pure data, built from a
+MetadataResponse; the network client keeps the newest and replaces it whole."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kconform.codecs.errors import error_for
+
+__all__ = ["BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo"]
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    error_code: int
+    topic_id: bytes | None
+    is_internal: bool
+    partitions: dict[int, PartitionInfo]
+
+    @property
+    def error_name(self) -> str:
+        return error_for(self.error_code).name
+
+    def available(self) -> list[int]:
+        """Partitions with a known leader, in order."""
+        return sorted(p for p, info in self.partitions.items() if info.leader != NO_LEADER)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    cluster_id: str | None = None
+    controller_id: int = -1
+
+    @classmethod
+    def from_response(cls, response, previous: ClusterMetadata | None = None, *, merge: bool = True):
+        """Metadata from a MetadataResponse. With ``merge`` the topics the response does not mention
+        keep what ``previous`` knew (a client asking about a few topics must not forget the others)."""
+        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers}
+        topics = dict(previous.topics) if (merge and previous is not None) else {}
+        for t in response.topics:
+            if t.name is None:
+                continue
+            partitions = {
+                p.partition_index: PartitionInfo(
+                    p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
+                    tuple(p.isr_nodes), p.error_code,
+                )
+                for p in t.partitions
+            }
+            topic_id = getattr(t, "topic_id", None)
+            topics[t.name] = TopicInfo(t.name, t.error_code, topic_id, bool(t.is_internal), partitions)
+        return cls(brokers, topics, response.cluster_id, response.controller_id)
+
+    def leader_for(self, topic: str, partition: int) -> int:
+        info = self.topics.get(topic)
+        if info is None:
+            return NO_LEADER
+        part = info.partitions.get(partition)
+        return NO_LEADER if part is None else part.leader
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        info = self.topics.get(topic)
+        part = info.partitions.get(partition) if info else None
+        return -1 if part is None else part.leader_epoch
+
+    def partition_count(self, topic: str) -> int | None:
+        info = self.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            return None
+        return len(info.partitions)
+
+    def topic_id(self, topic: str) -> bytes | None:
+        info = self.topics.get(topic)
+        return None if info is None else info.topic_id
+
+    def topic_name(self, topic_id) -> str | None:
+        for info in self.topics.values():
+            if info.topic_id == topic_id:
+                return info.name
+        return None
