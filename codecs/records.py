@@ -47,10 +47,12 @@ __all__ = [
     "encode_control_key",
     "encode_end_txn_marker",
     "encode_end_txn_marker_batch",
+    "encode_record_v2",
     "iter_batch_extents",
     "iter_batch_headers",
     "iter_batches",
     "patch_batch_header",
+    "seal_v2_batch",
     "set_batch_max_timestamp",
     "truncated_tail",
 ]
@@ -793,10 +795,7 @@ def _encode_v2(
     has_delete_horizon,
 ) -> bytes:
     body = bytearray()
-    vget = _VARINT.get
-    vbytes = _varint_bytes
-    hget = _HEADER_KEYS.get
-    hbytes = _header_key_bytes
+    encode_record = encode_record_v2
     first_timestamp = base_timestamp
     max_timestamp = -1
     last_delta = -1
@@ -804,9 +803,6 @@ def _encode_v2(
     for record in records:
         offset_delta = record.offset - base_offset
         timestamp = record.timestamp
-        key = record.key
-        value = record.value
-        headers = record.headers
         if offset_delta <= last_delta:
             raise EncodeError(
                 f"offset {record.offset} does not increase on the previous record's "
@@ -817,72 +813,121 @@ def _encode_v2(
             first_timestamp = timestamp
         if timestamp > max_timestamp:
             max_timestamp = timestamp
-        ts_delta = timestamp - first_timestamp
-        if headers:
-            if len(headers) == 1:
-                hkey, hvalue = headers[0]
-                if hvalue is None:
-                    header_bytes = b"\x02%b\x01" % (hget(hkey) or hbytes(hkey),)
-                else:
-                    n = len(hvalue)
-                    header_bytes = b"\x02%b%b%b" % (hget(hkey) or hbytes(hkey), vget(n) or vbytes(n), hvalue)
-            else:
-                n = len(headers)
-                parts = [vget(n) or vbytes(n)]
-                for hkey, hvalue in headers:
-                    if hvalue is None:
-                        parts.append((hget(hkey) or hbytes(hkey)) + b"\x01")
-                    else:
-                        n = len(hvalue)
-                        parts.append(b"%b%b%b" % (hget(hkey) or hbytes(hkey), vget(n) or vbytes(n), hvalue))
-                header_bytes = b"".join(parts)
-        else:
-            header_bytes = b"\x00"
-        if key is None:
-            key_length = b"\x01"
-            key = b""
-        else:
-            n = len(key)
-            key_length = vget(n) or vbytes(n)
-        if value is None:
-            value_length = b"\x01"
-            value = b""
-        else:
-            n = len(value)
-            value_length = vget(n) or vbytes(n)
-        encoded = b"\x00%b%b%b%b%b%b%b" % (
-            vget(ts_delta) or vbytes(ts_delta),
-            vget(offset_delta) or vbytes(offset_delta),
-            key_length,
-            key,
-            value_length,
-            value,
-            header_bytes,
+        body += encode_record(
+            offset_delta, timestamp - first_timestamp, record.key, record.value, record.headers
         )
-        n = len(encoded)
-        body += vget(n) or vbytes(n)
-        body += encoded
         count += 1
-    if last_delta > 0x7FFFFFFF:
-        raise EncodeError(f"offset delta {last_delta} does not fit an int32")
     if count == 0:
         last_delta = 0
         if first_timestamp is None:
             first_timestamp = -1
         max_timestamp = first_timestamp
-    attributes = codec | (_TIMESTAMP_TYPE_BIT if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
     if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time is not None:
         max_timestamp = log_append_time
+    if codec and count:  # Kafka compresses even when it does not pay; an empty batch stays plain
+        body = compress(codec, body, magic=2, level=level)
+    elif codec:
+        codec = Compression.NONE
+    return seal_v2_batch(
+        body,
+        count=count,
+        last_offset_delta=last_delta,
+        base_timestamp=first_timestamp,
+        max_timestamp=max_timestamp,
+        compression=codec,
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        partition_leader_epoch=partition_leader_epoch,
+        log_append_time=timestamp_type == TimestampType.LOG_APPEND_TIME,
+        has_delete_horizon=has_delete_horizon,
+    )
+
+
+def encode_record_v2(offset_delta: int, timestamp_delta: int, key, value, headers) -> bytes:
+    """One record of a v2 batch, length prefix included. A producer appends these to a batch body as
+    records arrive (as Kafka's MemoryRecordsBuilder does) and seals the body with ``seal_v2_batch``."""
+    vget = _VARINT.get
+    vbytes = _varint_bytes
+    if headers:
+        hget = _HEADER_KEYS.get
+        hbytes = _header_key_bytes
+        if len(headers) == 1:
+            hkey, hvalue = headers[0]
+            if hvalue is None:
+                header_bytes = b"\x02%b\x01" % (hget(hkey) or hbytes(hkey),)
+            else:
+                n = len(hvalue)
+                header_bytes = b"\x02%b%b%b" % (hget(hkey) or hbytes(hkey), vget(n) or vbytes(n), hvalue)
+        else:
+            n = len(headers)
+            parts = [vget(n) or vbytes(n)]
+            for hkey, hvalue in headers:
+                if hvalue is None:
+                    parts.append((hget(hkey) or hbytes(hkey)) + b"\x01")
+                else:
+                    n = len(hvalue)
+                    parts.append(b"%b%b%b" % (hget(hkey) or hbytes(hkey), vget(n) or vbytes(n), hvalue))
+            header_bytes = b"".join(parts)
+    else:
+        header_bytes = b"\x00"
+    if key is None:
+        key_length = b"\x01"
+        key = b""
+    else:
+        n = len(key)
+        key_length = vget(n) or vbytes(n)
+    if value is None:
+        value_length = b"\x01"
+        value = b""
+    else:
+        n = len(value)
+        value_length = vget(n) or vbytes(n)
+    encoded = b"\x00%b%b%b%b%b%b%b" % (
+        vget(timestamp_delta) or vbytes(timestamp_delta),
+        vget(offset_delta) or vbytes(offset_delta),
+        key_length,
+        key,
+        value_length,
+        value,
+        header_bytes,
+    )
+    n = len(encoded)
+    return (vget(n) or vbytes(n)) + encoded
+
+
+def seal_v2_batch(
+    body,
+    *,
+    count: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    compression: Compression | int = Compression.NONE,
+    base_offset: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = -1,
+    log_append_time: bool = False,
+    has_delete_horizon: bool = False,
+) -> bytes:
+    """A whole v2 batch from its records section ``body`` (already compressed when ``compression`` is
+    set): the 61-byte header with the CRC-32C over everything after the CRC field."""
+    if last_offset_delta > 0x7FFFFFFF:
+        raise EncodeError(f"offset delta {last_offset_delta} does not fit an int32")
+    attributes = int(compression) | (_TIMESTAMP_TYPE_BIT if log_append_time else 0)
     if is_transactional:
         attributes |= _TRANSACTIONAL_BIT
     if is_control:
         attributes |= _CONTROL_BIT
     if has_delete_horizon:
         attributes |= _DELETE_HORIZON_BIT
-    if codec and count:  # Kafka compresses even when it does not pay; an empty batch stays plain
-        body = compress(codec, body, magic=2, level=level)
-    elif codec:
-        attributes &= ~_COMPRESSION_MASK
     out = bytearray(_V2_HEADER_SIZE)
     out += body
     try:
@@ -895,8 +940,8 @@ def _encode_v2(
             2,
             0,
             attributes,
-            last_delta,
-            first_timestamp,
+            last_offset_delta,
+            base_timestamp,
             max_timestamp,
             producer_id,
             producer_epoch,
