@@ -15,8 +15,8 @@ import itertools
 from collections import OrderedDict
 from typing import Any
 
-from kconform.codecs import DecodeError, FrameDecoder, api_schema, decode_response, encode_request
-from kconform.codecs.framing import size_prefixed
+from kconform.codecs import DecodeError, FrameDecoder, api_schema, encode_request
+from kconform.codecs.framing import decode_response_lenient, size_prefixed
 from kconform.codecs.messages import ApiVersionsRequest
 
 from .errors import BrokerError, ConnectionLost, NoCommonVersion, RequestTimedOut
@@ -60,6 +60,7 @@ class BrokerConnection:
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.versions: dict[int, tuple[int, int]] = {}
+        self.trailing_bytes: dict[tuple[int, int], int] = {}  # (api, version) -> bytes after a response
         self._reader = reader
         self._writer = writer
         self._decoder = FrameDecoder()
@@ -182,25 +183,33 @@ class BrokerConnection:
         request = ApiVersionsRequest(
             client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION
         )
-        response = await self._api_versions(3, request)
-        if response.error_code == _UNSUPPORTED_VERSION:
-            offered = {k.api_key: k.max_version for k in response.api_keys}
-            version = min(offered.get(_API_VERSIONS, 0), 3)
+        version = 3
+        while True:
             response = await self._api_versions(version, request)
+            if response is not None and response.error_code != _UNSUPPORTED_VERSION:
+                break
+            if version == 0:
+                raise BrokerError(_UNSUPPORTED_VERSION, f"ApiVersions v0 to node {self.node_id}")
+            # Kafka answers an unknown version in v0's layout with its own range for ApiVersions;
+            # other brokers answer in the asked layout, or in one we cannot read: step down.
+            offered = {k.api_key: k.max_version for k in response.api_keys} if response else {}
+            version = min(offered.get(_API_VERSIONS, version - 1), version - 1)
         if response.error_code:
             raise BrokerError(response.error_code, f"ApiVersions to node {self.node_id}")
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
     async def _api_versions(self, version: int, request) -> Any:
+        """The ApiVersions answer read at ``version`` or else at v0, or None if neither reads."""
         future = self.send_nowait(_API_VERSIONS, request, version=version)
         self._waiting[next(reversed(self._waiting))].version = -version - 1  # keep the frame raw
         await self.drain()
         frame = await future
-        try:
-            return decode_response(frame, _API_VERSIONS, version)[1]
-        except DecodeError:
-            # A broker that does not know our version answers in v0's layout (error 35 and its range).
-            return decode_response(frame, _API_VERSIONS, 0)[1]
+        for attempt in dict.fromkeys((version, 0)):
+            try:
+                return decode_response_lenient(frame, _API_VERSIONS, attempt)[1]
+            except DecodeError:
+                continue
+        return None
 
     def _expire(self, correlation_id: int) -> None:
         waiting = self._waiting.get(correlation_id)
@@ -251,7 +260,11 @@ class BrokerConnection:
             waiting.future.set_result(frame)
             return
         try:
-            body = decode_response(frame, waiting.api_key, waiting.version)[1]
+            # Bytes after the message are ignored, as Kafka's Java client ignores them; they are
+            # counted, since a broker that sends them is worth a look (raw mode reports them exactly).
+            _, body, rest = decode_response_lenient(frame, waiting.api_key, waiting.version)
+            if rest:
+                self.trailing_bytes[waiting.api_key, waiting.version] = len(rest)
         except DecodeError as exc:
             waiting.future.set_exception(exc)
             raise ConnectionLost(f"undecodable answer from node {self.node_id}: {exc}") from exc

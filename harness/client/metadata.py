@@ -37,14 +37,16 @@ class TopicInfo:
     topic_id: bytes | None
     is_internal: bool
     partitions: dict[int, PartitionInfo]
+    available: tuple[int, ...] = ()  # partitions with a known leader, in order
+
+    @classmethod
+    def of(cls, name, error_code, topic_id, is_internal, partitions: dict[int, PartitionInfo]) -> TopicInfo:
+        available = tuple(sorted(p for p, info in partitions.items() if info.leader != NO_LEADER))
+        return cls(name, error_code, topic_id, is_internal, partitions, available)
 
     @property
     def error_name(self) -> str:
         return error_for(self.error_code).name
-
-    def available(self) -> list[int]:
-        """Partitions with a known leader, in order."""
-        return sorted(p for p, info in self.partitions.items() if info.leader != NO_LEADER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,7 @@ class ClusterMetadata:
                 for p in t.partitions
             }
             topic_id = getattr(t, "topic_id", None)
-            topics[t.name] = TopicInfo(t.name, t.error_code, topic_id, bool(t.is_internal), partitions)
+            topics[t.name] = TopicInfo.of(t.name, t.error_code, topic_id, bool(t.is_internal), partitions)
         return cls(brokers, topics, response.cluster_id, response.controller_id)
 
     def leader_for(self, topic: str, partition: int) -> int:

@@ -65,11 +65,14 @@ class ProducerInterceptor:
 
 
 _SERIALIZERS: dict[str, Callable[[str, Any], bytes | None]] = {
-    "org.apache.kafka.common.serialization.StringSerializer": lambda _t, v: None if v is None else str(v).encode(),
+    "org.apache.kafka.common.serialization.StringSerializer": lambda _t, v: (
+        None if v is None else str(v).encode()
+    ),
     "org.apache.kafka.common.serialization.ByteArraySerializer": lambda _t, v: v,
     "org.apache.kafka.common.serialization.BytesSerializer": lambda _t, v: v,
 }
 
+_FENCED = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
 _ROUND_ROBIN = {"org.apache.kafka.clients.producer.RoundRobinPartitioner", "round_robin", "roundrobin"}
 
 
@@ -126,6 +129,8 @@ class Producer:
         self.max_request_size = cfg["max.request.size"]
         self.buffer_memory = cfg["buffer.memory"]
         self.idempotent = cfg["enable.idempotence"]
+        self._transactional_id = cfg["transactional.id"]
+        self._record_limit = min(self.max_request_size, self.buffer_memory)
         self.client: NetworkClient | None = None
         self.accumulator: RecordAccumulator | None = None
         self.sender: Sender | None = None
@@ -214,10 +219,7 @@ class Producer:
             raise ClientError("cannot send after the producer is closed")
         txn = self.txn
         if txn is not None:
-            if txn.state is TxnState.FATAL_ERROR or (self.sender is not None and self.sender.fatal):
-                raise ClientError(f"the producer failed and cannot send: {txn.last_error or self.sender.fatal}")
-            if txn.transactional:
-                txn.require(TxnState.IN_TRANSACTION, action="send outside a transaction")
+            self._check_may_send(txn)
         if self.interceptors:
             record = ProducerRecord(topic, value, key, partition, timestamp_ms, list(headers or []))
             for interceptor in self.interceptors:
@@ -229,48 +231,56 @@ class Producer:
             timestamp_ms, headers = record.timestamp, record.headers
         key_bytes = self.key_serializer(topic, key) if self.key_serializer is not None else key
         value_bytes = self.value_serializer(topic, value) if self.value_serializer is not None else value
-        metadata = self.client.metadata
-        info = metadata.topics.get(topic)
+        info = self.client.metadata.topics.get(topic)
         if info is None or not info.partitions or info.error_code:
             await self.client.wait_for_topic(topic, self.max_block)
             info = self.client.metadata.topics[topic]
         count = len(info.partitions)
         if partition is None:
-            available = info.available()
             partition = self.partitioner.partition(
-                topic, None if self.ignore_keys else key_bytes, count, available
+                topic, None if self.ignore_keys else key_bytes, count, info.available
             )
         elif not 0 <= partition < count:
             raise BrokerError(3, f"partition {partition} of topic {topic} (it has {count})")
         timestamp = self.wall_clock_ms() if timestamp_ms is None else timestamp_ms
-        headers = list(headers) if headers else None
-        size = len(key_bytes or b"") + len(value_bytes or b"") + _HEADER_OVERHEAD
-        if size > self.max_request_size or size > self.buffer_memory:
+        size = (0 if key_bytes is None else len(key_bytes)) + (0 if value_bytes is None else len(value_bytes))
+        if size + _HEADER_OVERHEAD > self._record_limit:
             raise RecordTooLarge(
-                f"a record of about {size} bytes is larger than max.request.size ({self.max_request_size})"
-                f" or buffer.memory ({self.buffer_memory})"
+                f"a record of about {size + _HEADER_OVERHEAD} bytes is larger than max.request.size "
+                f"({self.max_request_size}) or buffer.memory ({self.buffer_memory})"
             )
-        acc = self.accumulator
-        appended = acc.append(topic, partition, timestamp, key_bytes, value_bytes, headers, self.clock())
+        headers = list(headers) if headers else None
+        appended = self.accumulator.append(
+            topic, partition, timestamp, key_bytes, value_bytes, headers, self.clock()
+        )
         if appended is None:
             appended = await self._append_when_memory_frees(
                 topic, partition, timestamp, key_bytes, value_bytes, headers
             )
         batch, relative, ready = appended
-        if txn is not None and txn.transactional:
+        if self._transactional_id is not None:
             txn.note_partition(topic, partition)
-        if ready or relative == 0:
-            self.sender.wakeup()
         if self._sticky and (key_bytes is None or self.ignore_keys):
-            self.partitioner.record_appended(topic, size, count, info.available())
+            self.partitioner.record_appended(topic, size + _HEADER_OVERHEAD, count, info.available)
         ksize = -1 if key_bytes is None else len(key_bytes)
         vsize = -1 if value_bytes is None else len(value_bytes)
-        future = RecordFuture(batch, relative, timestamp, ksize, vsize)
         if callback is not None or self.interceptors:
             if batch.callbacks is None:
                 batch.callbacks = []
             batch.callbacks.append((relative, self._wrap_callback(callback), timestamp, ksize, vsize))
-        return future
+        if relative == 0:
+            self.sender.wakeup()  # a new batch: its linger starts now
+            if ready:
+                # The one before it is full. Give the sender a turn, or a producer that never waits
+                # would queue everything before the first byte goes out.
+                await asyncio.sleep(0)
+        return RecordFuture(batch, relative, timestamp, ksize, vsize)
+
+    def _check_may_send(self, txn: TransactionManager) -> None:
+        if txn.state is TxnState.FATAL_ERROR or self.sender.fatal:
+            raise ClientError(f"the producer failed and cannot send: {txn.last_error or self.sender.fatal}")
+        if self._transactional_id is not None:
+            txn.require(TxnState.IN_TRANSACTION, action="send outside a transaction")
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, **kw) -> RecordMetadata:
         return await (await self.send(topic, value, key, **kw))
@@ -364,7 +374,7 @@ class Producer:
                 group_instance_id=group_instance_id,
             )
         except ClientError as exc:
-            txn.fail(exc, fatal=isinstance(exc, BrokerError) and exc.name in ("PRODUCER_FENCED",))
+            txn.fail(exc, fatal=isinstance(exc, BrokerError) and exc.name in _FENCED)
             raise
 
     async def commit_transaction(self) -> None:
@@ -378,8 +388,7 @@ class Producer:
             if txn.started:  # nothing was added: the coordinator has no transaction to end
                 await end_txn(self.client, txn, commit=True)
         except ClientError as exc:
-            fenced = isinstance(exc, BrokerError) and exc.name in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
-            txn.fail(exc, fatal=fenced)
+            txn.fail(exc, fatal=isinstance(exc, BrokerError) and exc.name in _FENCED)
             raise
         txn.end()
 

@@ -6,6 +6,7 @@ the loop around it is the only part that touches sockets and the clock."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from dataclasses import dataclass
 from enum import Enum
@@ -94,6 +95,7 @@ class Sender:
         self.max_request_size = max_request_size
         self.clock = clock
         self.in_flight: dict[int, int] = {}
+        self.stats: collections.Counter[str] = collections.Counter()  # requests, retries, errors by name
         self.on_wire = 0
         self.fatal: BaseException | None = None
         self._wake = asyncio.Event()
@@ -180,7 +182,9 @@ class Sender:
             transactional_id=txn.transactional_id if txn is not None else None,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
-            topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
+            topic_data=[
+                ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()
+            ],
         )
         cap = _PRODUCE_TXN_V1_MAX if txn is not None and txn.transactional else None
         try:
@@ -191,6 +195,7 @@ class Sender:
                 self._handle_error(batch, -1, exc, now)
             return
         self.in_flight[node] = self.in_flight.get(node, 0) + 1
+        self.stats["requests"] += 1
         self.on_wire += len(batches)
         future.add_done_callback(lambda f: self._on_response(node, batches, f))
 
@@ -215,7 +220,8 @@ class Sender:
             for batch in batches:
                 part = answers.get((batch.topic, batch.partition))
                 if part is None:
-                    self._handle_error(batch, -1, ClientError("the broker's answer left the partition out"), now)
+                    missing = ClientError("the broker's answer left the partition out")
+                    self._handle_error(batch, -1, missing, now)
                 elif part.error_code == 0 or (
                     part.error_code == _DUPLICATE_SEQUENCE_NUMBER and self.txn is not None
                 ):
@@ -236,17 +242,20 @@ class Sender:
             idempotent=txn is not None,
             next_in_flight=txn is not None and txn.is_next_in_flight(batch),
         )
+        self.stats[error_for(code).name if code != -1 else type(exc).__name__] += 1
         if decision.refresh_metadata:
             self._refresh_metadata()
         if decision.outcome is Outcome.RETRY:
             log.debug("retrying %s-%s (attempt %d): %s", batch.topic, batch.partition, batch.attempts + 1,
                       exc or error_for(code).name)
+            self.stats["retries"] += 1
             acc.reenqueue(batch, now)
             return
         if decision.outcome is Outcome.COMPLETE:
             self._settle(batch, BatchResult(-1, -1, -1), None)
             return
-        error = exc if exc is not None else BrokerError(code, f"produce to {batch.topic}-{batch.partition}", message)
+        where = f"produce to {batch.topic}-{batch.partition}"
+        error = exc if exc is not None else BrokerError(code, where, message)
         if now - batch.created >= acc.delivery_timeout and exc is not None:
             error = DeliveryTimedOut(f"{batch.topic}-{batch.partition}: delivery timed out after {exc}")
         self._settle(batch, None, error)
