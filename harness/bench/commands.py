@@ -28,3 +28,15 @@ def broker_bench(records: int, as_json: bool) -> None:
     from .broker_bench import run
 
     run(records=records, as_json=as_json)
+
+
+@bench.command("client")
+@click.option("--records", default=1_000_000, show_default=True, help="records to produce and consume")
+@click.option("--partitions", default=4, show_default=True, help="partitions of the benchmark topic")
+@click.option("--bootstrap", default=None, help="a broker to use instead of a fresh reference broker")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
+def client_bench(records: int, partitions: int, bootstrap: str | None, as_json: bool) -> None:
+    """Our client against aiokafka and kafka-python: produce, then consume, through one broker."""
+    from .client_bench import run
+
+    run(records=records, partitions=partitions, bootstrap=bootstrap, as_json=as_json)

@@ -12,12 +12,13 @@ delivery.timeout.ms. The sender owns the clock and the sockets."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kconform.codecs.compression import Compression, compress
-from kconform.codecs.records import encode_record_v2, seal_v2_batch
+from kconform.codecs.records import decode_batch, encode_record_v2, seal_v2_batch
 
 __all__ = ["BatchResult", "ProducerBatch", "RecordAccumulator", "RecordFuture", "RecordMetadata"]
 
@@ -42,6 +43,26 @@ class BatchResult:
     base_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
+
+    def offset_for(self, relative: int) -> int:
+        return -1 if self.base_offset < 0 else self.base_offset + relative
+
+
+@dataclass(frozen=True, slots=True)
+class SplitResult:
+    """The outcome of a batch the broker found too large, sent again as smaller batches: record
+    ``relative`` of the original is record ``relative - starts[i]`` of piece ``i``."""
+
+    starts: tuple[int, ...]
+    pieces: tuple[BatchResult, ...]
+
+    @property
+    def log_append_time(self) -> int:
+        return self.pieces[0].log_append_time
+
+    def offset_for(self, relative: int) -> int:
+        index = bisect.bisect_right(self.starts, relative) - 1
+        return self.pieces[index].offset_for(relative - self.starts[index])
 
 
 class RecordFuture:
@@ -69,9 +90,9 @@ class RecordFuture:
     def exception(self) -> BaseException | None:
         return self.batch.future.exception()
 
-    def _metadata(self, result: BatchResult) -> RecordMetadata:
+    def _metadata(self, result: BatchResult | SplitResult) -> RecordMetadata:
         batch = self.batch
-        offset = -1 if result.base_offset < 0 else result.base_offset + self.relative_offset
+        offset = result.offset_for(self.relative_offset)
         timestamp = result.log_append_time if result.log_append_time >= 0 else self.timestamp
         return RecordMetadata(
             batch.topic, batch.partition, offset, timestamp, self.key_size, self.value_size
@@ -85,7 +106,7 @@ class ProducerBatch:
         "topic", "partition", "body", "count", "first_timestamp", "max_timestamp", "created",
         "last_attempt", "attempts", "producer_id", "producer_epoch", "base_sequence", "transactional",
         "future", "callbacks", "reserved", "_compressed", "in_retry", "drained_at", "limit",
-        "sequence_reset",
+        "sequence_reset", "parent", "pieces_left", "piece_results", "split_starts", "split_index",
     )
 
     def __init__(self, topic: str, partition: int, now: float, limit: int, reserved: int, future) -> None:
@@ -110,6 +131,11 @@ class ProducerBatch:
         self.drained_at = 0.0
         self.limit = limit  # bytes the batch may grow to (batch.size, or one big record's size)
         self.sequence_reset = False
+        self.parent: ProducerBatch | None = None  # the too-large batch this one was split from
+        self.pieces_left = 0
+        self.piece_results: list | None = None
+        self.split_starts: tuple[int, ...] = ()
+        self.split_index = 0
 
     @property
     def size(self) -> int:
@@ -161,6 +187,44 @@ class ProducerBatch:
             base_sequence=self.base_sequence,
             is_transactional=self.transactional,
         )
+
+    def split(self, batch_size: int, compression: Compression, now: float) -> list[ProducerBatch]:
+        """This batch's records as batches of at most ``batch_size`` bytes (Kafka's ProducerBatch.split),
+        numbered on from this batch's sequence, so the partition's later sequences still follow."""
+        records = decode_batch(self.encode(compression)).records
+        pieces: list[ProducerBatch] = []
+        starts: list[int] = []
+        for index, record in enumerate(records):
+            headers = record.headers or None
+            if not pieces or pieces[-1].try_append(record.timestamp, record.key, record.value, headers) < 0:
+                future = self.future.get_loop().create_future()
+                piece = ProducerBatch(self.topic, self.partition, self.created, batch_size, 0, future)
+                piece.try_append(record.timestamp, record.key, record.value, headers)
+                piece.parent = self
+                piece.split_index = len(pieces)
+                piece.attempts = self.attempts
+                piece.last_attempt = now
+                pieces.append(piece)
+                starts.append(index)
+        sequence = self.base_sequence
+        for piece in pieces:
+            if sequence >= 0:
+                piece.producer_id, piece.producer_epoch = self.producer_id, self.producer_epoch
+                piece.base_sequence, piece.transactional = sequence, self.transactional
+                sequence += piece.count
+        self.pieces_left = len(pieces)
+        self.piece_results = [None] * len(pieces)
+        self.split_starts = tuple(starts)
+        return pieces
+
+    def piece_done(self, piece: ProducerBatch, result: BatchResult | None) -> SplitResult | None:
+        """Note a piece's success; the whole outcome once every piece has one."""
+        pieces = self.piece_results
+        pieces[piece.split_index] = result
+        self.pieces_left -= 1
+        if self.pieces_left:
+            return None
+        return SplitResult(self.split_starts, tuple(pieces))
 
     def complete(self, result: BatchResult | None, error: BaseException | None) -> None:
         future = self.future
@@ -315,16 +379,16 @@ class RecordAccumulator:
         batch.attempts += 1
         batch.last_attempt = now
         batch.in_retry = True
-        queue = self.batches.setdefault((batch.topic, batch.partition), deque())
-        if batch.has_sequence:
-            index = 0
-            while index < len(queue) and queue[index].has_sequence and (
-                queue[index].base_sequence < batch.base_sequence
-            ):
-                index += 1
-            queue.insert(index, batch)
-        else:
-            queue.appendleft(batch)
+        _insert_in_sequence_order(self.batches.setdefault((batch.topic, batch.partition), deque()), batch)
+
+    def reenqueue_split(self, big: ProducerBatch, now: float) -> list[ProducerBatch]:
+        """Split a batch the broker refused as too large and queue the pieces in its place."""
+        # At most half the refused size, so that every split makes progress.
+        pieces = big.split(min(self.batch_size, max(big.size // 2, 1)), self.compression, now)
+        queue = self.batches.setdefault((big.topic, big.partition), deque())
+        for piece in reversed(pieces):
+            _insert_in_sequence_order(queue, piece)
+        return pieces
 
     def release(self, batch: ProducerBatch) -> None:
         """The batch is done (acknowledged or failed for good): give back its memory."""
@@ -345,3 +409,16 @@ class RecordAccumulator:
 
     def queued_for(self, topic: str, partition: int) -> deque[ProducerBatch]:
         return self.batches.get((topic, partition), deque())
+
+
+def _insert_in_sequence_order(queue: deque[ProducerBatch], batch: ProducerBatch) -> None:
+    """A batch going back for a retry goes ahead of newer batches, and among sequenced ones in
+    sequence order (RecordAccumulator.insertInSequenceOrder)."""
+    if not batch.has_sequence:
+        queue.appendleft(batch)
+        return
+    index = 0
+    sequence = batch.base_sequence
+    while index < len(queue) and queue[index].has_sequence and queue[index].base_sequence < sequence:
+        index += 1
+    queue.insert(index, batch)

@@ -321,9 +321,12 @@ class Producer:
             acc.memory_waiters -= 1
 
     async def _wait_for_memory(self, timeout: float) -> None:
-        # Batches settle in the sender; poll cheaply rather than threading an event through every
-        # release, since only producers that outrun the broker ever get here.
-        await asyncio.sleep(min(timeout, 0.002))
+        freed = self.sender.memory_freed
+        freed.clear()
+        try:
+            await asyncio.wait_for(freed.wait(), timeout)
+        except TimeoutError:
+            pass
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every record sent so far is acknowledged or failed."""

@@ -24,6 +24,7 @@ __all__ = ["Outcome", "Sender", "produce_outcome"]
 log = logging.getLogger(__name__)
 
 _PRODUCE = 0
+_MESSAGE_TOO_LARGE = 10
 _OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 _DUPLICATE_SEQUENCE_NUMBER = 46
 _PRODUCE_MIN_V2 = 3  # Produce v3 is the first to carry record batches (magic 2)
@@ -105,6 +106,7 @@ class Sender:
         self._adding_partitions = False
         self._metadata_task: asyncio.Task | None = None
         self._idle = asyncio.Event()
+        self.memory_freed = asyncio.Event()  # set when a batch gives its buffer memory back
 
     def wakeup(self) -> None:
         self._wake.set()
@@ -155,6 +157,8 @@ class Sender:
         if unknown:
             self._refresh_metadata()
             delay = min(delay, self.client.retry_backoff)
+        elif self.client.metadata_stale:  # metadata.max.age.ms: look again even without errors
+            self._refresh_metadata()
         may_send = txn.may_send if txn is not None else _always
         for node in nodes:
             if self.in_flight.get(node, 0) >= self.max_in_flight:
@@ -243,6 +247,13 @@ class Sender:
             next_in_flight=txn is not None and txn.is_next_in_flight(batch),
         )
         self.stats[error_for(code).name if code != -1 else type(exc).__name__] += 1
+        if code == _MESSAGE_TOO_LARGE and batch.count > 1 and now - batch.created < acc.delivery_timeout:
+            # Kafka's Sender splits a batch the broker finds too large and sends the pieces instead.
+            pieces = acc.reenqueue_split(batch, now)
+            if txn is not None:
+                txn.replace_with_pieces(batch, pieces)
+            self.stats["splits"] += 1
+            return
         if decision.refresh_metadata:
             self._refresh_metadata()
         if decision.outcome is Outcome.RETRY:
@@ -261,12 +272,28 @@ class Sender:
         self._settle(batch, None, error)
 
     def _settle(self, batch: ProducerBatch, result: BatchResult | None, error: BaseException | None) -> None:
+        parent = batch.parent
+        if parent is not None:  # a piece of a split batch: the original settles with its last piece
+            if self.txn is not None:
+                self.txn.done(batch, failed=error is not None)
+            batch.complete(result, error)
+            if parent.future.done():
+                return
+            if error is not None:
+                self._settle(parent, None, error)
+            else:
+                whole = parent.piece_done(batch, result)
+                if whole is not None:
+                    self._settle(parent, whole, None)
+            return
         txn = self.txn
         if txn is not None:
             txn.done(batch, failed=error is not None)
             if error is not None and txn.transactional:
                 txn.fail(error, fatal=False)
         self.accumulator.release(batch)
+        if self.accumulator.memory_waiters:
+            self.memory_freed.set()
         batch.complete(result, error)
         if not self.accumulator.incomplete:
             self._idle.set()

@@ -191,5 +191,13 @@ class TransactionManager:
         if failed and batch.has_sequence and batch.producer_epoch == self.producer_epoch:
             self.epoch_bump_required = True
 
+    def replace_with_pieces(self, big: ProducerBatch, pieces: list[ProducerBatch]) -> None:
+        """A too-large batch was split; its pieces carry its sequences on."""
+        in_flight = self._in_flight.setdefault((big.topic, big.partition), [])
+        if big in in_flight:
+            in_flight.remove(big)
+        in_flight.extend(p for p in pieces if p.has_sequence and p.producer_epoch == self.producer_epoch)
+        in_flight.sort(key=lambda b: b.base_sequence)
+
     def in_flight_batches(self) -> int:
         return sum(len(v) for v in self._in_flight.values())

@@ -376,3 +376,64 @@ def test_an_unknown_topic_fails_after_max_block_ms(tmp_path):
         run(produce())
     finally:
         node.stop()
+
+
+def test_a_batch_the_broker_finds_too_large_is_split_and_every_offset_is_right(broker):
+    """Kafka's Sender splits a batch refused with MESSAGE_TOO_LARGE and resends the pieces; each
+    record's metadata must still name the offset it landed at."""
+    from kconform.codecs.messages import CreateTopicsRequest
+    from kconform.harness.client.network import NetworkClient
+
+    async def produce():
+        client = NetworkClient(broker.bootstrap)
+        config = CreateTopicsRequest.CreatableTopicConfig(name="max.message.bytes", value="3000")
+        topic = CreateTopicsRequest.CreatableTopic(
+            name="small", num_partitions=1, replication_factor=1, configs=[config])
+        created = await client.send_any(19, CreateTopicsRequest(topics=[topic], timeout_ms=10_000))
+        assert created.topics[0].error_code == 0
+        await client.close()
+        settings = {"bootstrap.servers": broker.bootstrap, "batch.size": 16_384, "linger.ms": 200}
+        async with Producer(settings) as producer:
+            futures = [await producer.send("small", b"%04d" % i + b"x" * 196) for i in range(60)]
+            offsets = [(await f).offset for f in futures]
+            return offsets, producer.sender.stats["splits"]
+
+    offsets, splits = run(produce())
+    assert splits >= 1 and offsets == list(range(60)), (splits, offsets)
+    got = consume_all(broker.bootstrap, "small", 60)
+    assert [(o, v[:4]) for _, o, _, v, _ in sorted(got)] == [(i, b"%04d" % i) for i in range(60)]
+
+
+def test_send_blocks_on_a_full_buffer_and_gives_up_after_max_block_ms(tmp_path):
+    """buffer.memory bounds what waits unsent; with the broker stopped, send() waits max.block.ms for
+    room and then fails, and what was accepted is still delivered once the broker is back."""
+    from kconform.harness.client.producer import BufferExhausted
+
+    node = start_broker_process(tmp_path / "full")
+    try:
+        async def produce():
+            config = {
+                "bootstrap.servers": node.bootstrap, "buffer.memory": 8_000, "batch.size": 1_000,
+                "max.block.ms": 300, "linger.ms": 0,
+            }
+            async with Producer(config) as producer:
+                await producer.send_and_wait("full", b"warm-up", partition=0)
+                node.freeze()
+                accepted = []
+                loop = asyncio.get_running_loop()
+                with pytest.raises(BufferExhausted):
+                    for i in range(1000):
+                        started = loop.time()
+                        accepted.append(await producer.send("full", b"%03d" % i + b"x" * 400, partition=0))
+                blocked = loop.time() - started
+                node.thaw()
+                offsets = [(await f).offset for f in accepted]
+                return len(accepted), offsets, blocked
+
+        count, offsets, blocked = run(produce())
+        assert 0.3 <= blocked < 3
+        assert 5 <= count < 30  # about buffer.memory / batch.size batches of two records
+        assert offsets == list(range(1, count + 1))
+    finally:
+        node.thaw()
+        node.stop()
