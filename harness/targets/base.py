@@ -1,0 +1,142 @@
+"""The one interface every target offers: start (or connect), bootstrap addresses, what it speaks,
+stop, and optional fault hooks.
+
+    with make_target("reference") as target:
+        target.bootstrap           # "127.0.0.1:41234"
+        target.api_versions()      # {api_key: (min, max)} from the target's own ApiVersions answer
+        target.create_topic("t", 3)
+
+``api_versions`` is asked of the target, never assumed: the harness compares only (API, version)
+pairs both targets advertise, and reports the rest as skipped."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from typing import Any
+
+__all__ = ["FaultHooks", "Target", "TargetError", "common_versions", "fetch_api_versions"]
+
+
+class TargetError(RuntimeError):
+    """A target could not be started, reached or used; the message says what to check."""
+
+
+class FaultHooks(abc.ABC):
+    """Faults a target can inject by itself (librdkafka's mock cluster, our broker's processes)."""
+
+    def broker_down(self, node_id: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot take a broker down")
+
+    def broker_up(self, node_id: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot bring a broker up")
+
+    def set_rtt(self, node_id: int, rtt_ms: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot add round-trip time")
+
+    def push_request_errors(self, api_key: int, errors: list[int]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot inject request errors")
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot move partition leaders")
+
+
+class Target(abc.ABC):
+    """A Kafka-protocol endpoint the harness can talk to."""
+
+    kind: str = "target"
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or self.kind
+        self._versions: dict[int, tuple[int, int]] | None = None
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start the target (or connect to it) and wait until it answers ApiVersions."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop what ``start`` started; never fails on a target that is already gone."""
+
+    @property
+    @abc.abstractmethod
+    def bootstrap(self) -> str:
+        """host:port[,host:port...] for clients."""
+
+    @property
+    def faults(self) -> FaultHooks | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """What the target is, for run metadata and reports."""
+        return {"kind": self.kind, "name": self.name, "bootstrap": self.bootstrap}
+
+    def api_versions(self, *, refresh: bool = False) -> dict[int, tuple[int, int]]:
+        if self._versions is None or refresh:
+            self._versions = asyncio.run(fetch_api_versions(self.bootstrap))
+        return self._versions
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        """Create a topic through the protocol (CreateTopics); targets with a side door override it."""
+        asyncio.run(_create_topic(self.bootstrap, name, partitions, replication_factor, configs or {}))
+
+    def __enter__(self) -> Target:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+async def fetch_api_versions(bootstrap: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+    from ..client.connection import BrokerConnection
+    from ..client.errors import ClientError
+    from ..client.network import parse_bootstrap
+
+    host, port = parse_bootstrap(bootstrap)[0]
+    try:
+        conn = await BrokerConnection.connect(host, port, connect_timeout=timeout, request_timeout=timeout)
+    except ClientError as exc:
+        raise TargetError(f"no Kafka-protocol answer at {host}:{port}: {exc}") from exc
+    try:
+        return dict(conn.versions)
+    finally:
+        await conn.wait_closed()
+
+
+async def _create_topic(bootstrap, name, partitions, replication_factor, configs) -> None:
+    from kconform.codecs.messages import CreateTopicsRequest
+
+    from ..client.errors import BrokerError
+    from ..client.network import NetworkClient
+
+    client = NetworkClient(bootstrap)
+    try:
+        topic = CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=replication_factor,
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
+        )
+        response = await client.send_any(19, CreateTopicsRequest(topics=[topic], timeout_ms=30_000))
+        result = response.topics[0]
+        if result.error_code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS is fine here
+            raise BrokerError(result.error_code, f"creating topic {name}", result.error_message)
+    finally:
+        await client.close()
+
+
+def common_versions(
+    a: dict[int, tuple[int, int]], b: dict[int, tuple[int, int]]
+) -> tuple[dict[int, tuple[int, int]], list[tuple[int, int]]]:
+    """The (API, version range) both sides advertise, and the (API, version) pairs only one does."""
+    shared: dict[int, tuple[int, int]] = {}
+    skipped: list[tuple[int, int]] = []
+    for key in sorted(set(a) | set(b)):
+        ra, rb = a.get(key), b.get(key)
+        versions_a = set(range(ra[0], ra[1] + 1)) if ra else set()
+        versions_b = set(range(rb[0], rb[1] + 1)) if rb else set()
+        both = versions_a & versions_b
+        if both:
+            shared[key] = (min(both), max(both))
+        skipped += [(key, v) for v in sorted(versions_a ^ versions_b)]
+    return shared, skipped

@@ -1,0 +1,31 @@
+"""The ``bootstrap`` target: any broker already running at host:port (a user's Kafka, Redpanda, a
+proxy, anything). kconform neither starts nor stops it; ``start`` only checks that it answers."""
+
+from __future__ import annotations
+
+from ..client.network import parse_bootstrap
+from .base import Target, TargetError
+
+__all__ = ["BootstrapTarget"]
+
+
+class BootstrapTarget(Target):
+    kind = "bootstrap"
+
+    def __init__(self, bootstrap: str, name: str | None = None) -> None:
+        super().__init__(name or f"bootstrap:{bootstrap}")
+        try:
+            parse_bootstrap(bootstrap)
+        except ValueError as exc:
+            raise TargetError(f"bootstrap target {bootstrap!r}: {exc}") from exc
+        self._bootstrap = bootstrap
+
+    def start(self) -> None:
+        self.api_versions(refresh=True)  # raises TargetError naming the address when nothing answers
+
+    def stop(self) -> None:
+        pass
+
+    @property
+    def bootstrap(self) -> str:
+        return self._bootstrap

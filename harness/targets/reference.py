@@ -1,0 +1,66 @@
+"""The ``reference`` target: our broker, started as an operating-system process (so faults can kill or
+freeze it for real), with its data in a directory of its own."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from .base import FaultHooks, Target, TargetError
+
+__all__ = ["ReferenceTarget"]
+
+
+class _ProcessFaults(FaultHooks):
+    def __init__(self, target: ReferenceTarget) -> None:
+        self._target = target
+
+    def broker_down(self, node_id: int) -> None:
+        self._target.node.freeze()
+
+    def broker_up(self, node_id: int) -> None:
+        self._target.node.thaw()
+
+
+class ReferenceTarget(Target):
+    kind = "reference"
+
+    def __init__(self, name: str | None = None, *, data_dir: str | Path | None = None,
+                 overrides: dict[str, str] | None = None) -> None:
+        super().__init__(name)
+        self._given_dir = Path(data_dir) if data_dir is not None else None
+        self._owned_dir: Path | None = None
+        self.overrides = dict(overrides or {})
+        self.node = None
+
+    def start(self) -> None:
+        from kconform.reference_broker.process import start_broker_process
+
+        directory = self._given_dir
+        if directory is None:
+            self._owned_dir = directory = Path(tempfile.mkdtemp(prefix="kconform-reference-"))
+        try:
+            self.node = start_broker_process(directory, overrides=self.overrides)
+        except RuntimeError as exc:
+            raise TargetError(f"the reference broker did not start: {exc}") from exc
+
+    def stop(self) -> None:
+        if self.node is not None:
+            if self.node.alive():
+                self.node.thaw()  # a frozen process cannot handle SIGTERM
+            self.node.stop()
+            self.node = None
+        if self._owned_dir is not None:
+            shutil.rmtree(self._owned_dir, ignore_errors=True)
+            self._owned_dir = None
+
+    @property
+    def bootstrap(self) -> str:
+        if self.node is None:
+            raise TargetError("the reference target is not started")
+        return self.node.bootstrap
+
+    @property
+    def faults(self) -> FaultHooks:
+        return _ProcessFaults(self)

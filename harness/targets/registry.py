@@ -1,0 +1,51 @@
+"""Targets by name, as the command line and the pytest plugin give them:
+
+- ``reference``, ``reference:3`` (nodes, once replication lands)
+- ``rdkafka-mock``, ``rdkafka-mock:3`` (brokers)
+- ``docker``, ``docker:4.0``, ``docker:3.9:3`` (Apache Kafka image version, brokers)
+- ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``"""
+
+from __future__ import annotations
+
+from .base import Target, TargetError
+
+__all__ = ["TARGET_KINDS", "make_target"]
+
+TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "bootstrap")
+
+
+def make_target(spec: str) -> Target:
+    kind, _, rest = spec.partition(":")
+    if kind == "reference":
+        from .reference import ReferenceTarget
+
+        return ReferenceTarget(spec)
+    if kind == "rdkafka-mock":
+        from .mock import RdkafkaMockTarget
+
+        return RdkafkaMockTarget(spec, brokers=_count(rest, spec))
+    if kind == "docker":
+        from .docker_target import DockerTarget
+
+        version, _, brokers = rest.partition(":")
+        return DockerTarget(spec, version=version or None, brokers=_count(brokers, spec))
+    if kind == "bootstrap":
+        from .bootstrap import BootstrapTarget
+
+        return BootstrapTarget(rest, spec)
+    if rest and rest.split(",")[0].isdigit():  # host:port
+        from .bootstrap import BootstrapTarget
+
+        return BootstrapTarget(spec)
+    raise TargetError(
+        f"unknown target {spec!r}: use one of {', '.join(TARGET_KINDS)} (e.g. rdkafka-mock:3, docker:4.0, "
+        "bootstrap:localhost:9092)"
+    )
+
+
+def _count(text: str, spec: str) -> int:
+    if not text:
+        return 1
+    if not text.isdigit() or int(text) < 1:
+        raise TargetError(f"target {spec!r}: the broker count must be a positive number, not {text!r}")
+    return int(text)
