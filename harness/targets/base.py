@@ -22,7 +22,7 @@ class TargetError(RuntimeError):
     """A target could not be started, reached or used; the message says what to check."""
 
 
-class FaultHooks(abc.ABC):
+class FaultHooks:
     """Faults a target can inject by itself (librdkafka's mock cluster, our broker's processes)."""
 
     def broker_down(self, node_id: int) -> None:
