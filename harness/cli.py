@@ -7,6 +7,7 @@ import click
 from .bench.commands import bench
 from .broker_commands import broker
 from .codecs_commands import codecs
+from .diff_commands import diff, repro
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +19,8 @@ def cli() -> None:
 cli.add_command(codecs)
 cli.add_command(bench)
 cli.add_command(broker)
+cli.add_command(diff)
+cli.add_command(repro)
 
 
 def main() -> None:

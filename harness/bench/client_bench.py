@@ -44,7 +44,10 @@ def _ours(bootstrap: str, topic: str, records: int, partitions: int) -> dict:
 
     async def produce() -> float:
         config = {
-            "bootstrap.servers": bootstrap, "acks": "1", "linger.ms": LINGER_MS, "batch.size": BATCH_BYTES,
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": LINGER_MS,
+            "batch.size": BATCH_BYTES,
             "enable.idempotence": False,
         }
         async with Producer(config) as producer:
@@ -58,7 +61,9 @@ def _ours(bootstrap: str, topic: str, records: int, partitions: int) -> dict:
 
     async def consume() -> float:
         config = {
-            "bootstrap.servers": bootstrap, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "bootstrap.servers": bootstrap,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
             "max.poll.records": MAX_POLL_RECORDS,
         }
         consumer = Consumer(config)
@@ -87,7 +92,10 @@ def _aiokafka(bootstrap: str, topic: str, records: int, partitions: int) -> dict
 
     async def produce() -> float:
         producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, acks=1, linger_ms=LINGER_MS, max_batch_size=BATCH_BYTES,
+            bootstrap_servers=bootstrap,
+            acks=1,
+            linger_ms=LINGER_MS,
+            max_batch_size=BATCH_BYTES,
             enable_idempotence=False,
         )
         await producer.start()
@@ -127,7 +135,10 @@ def _kafka_python(bootstrap: str, topic: str, records: int, partitions: int) -> 
 
     value = _value()
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks=1, linger_ms=LINGER_MS, batch_size=BATCH_BYTES,
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=LINGER_MS,
+        batch_size=BATCH_BYTES,
         enable_idempotence=False,
     )
     producer.partitions_for(topic)
@@ -138,7 +149,9 @@ def _kafka_python(bootstrap: str, topic: str, records: int, partitions: int) -> 
     producer.flush()
     produce_s = time.perf_counter() - start
     producer.close()
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
     consumer.seek_to_beginning()
     start = time.perf_counter()
@@ -164,8 +177,16 @@ def worker_main(argv: list[str]) -> None:
 
 
 def _run_worker(client: str, bootstrap: str, topic: str, records: int, partitions: int) -> dict:
-    args = [sys.executable, "-m", "kconform.harness.bench.client_bench", client, bootstrap, topic,
-            str(records), str(partitions)]
+    args = [
+        sys.executable,
+        "-m",
+        "kconform.harness.bench.client_bench",
+        client,
+        bootstrap,
+        topic,
+        str(records),
+        str(partitions),
+    ]
     done = subprocess.run(args, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise RuntimeError(f"{client} worker failed:\n{done.stderr[-3000:]}")
@@ -183,8 +204,11 @@ def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         client = NetworkClient(bootstrap)
         try:
             request = CreateTopicsRequest(
-                topics=[CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=partitions,
-                                                           replication_factor=1)],
+                topics=[
+                    CreateTopicsRequest.CreatableTopic(
+                        name=topic, num_partitions=partitions, replication_factor=1
+                    )
+                ],
                 timeout_ms=30_000,
             )
             response = await client.send_any(19, request)
@@ -219,9 +243,17 @@ def run(*, records: int, partitions: int, bootstrap: str | None, as_json: bool) 
     for peer in CLIENTS[1:]:
         theirs = results[peer]
         for metric, key in (("produce records/s", "produce_s"), ("consume records/s", "consume_s")):
-            rows.append(Comparison(
-                "client", case, metric, records / ours[key], peer, records / theirs[key], higher_is_better=True
-            ))
+            rows.append(
+                Comparison(
+                    "client",
+                    case,
+                    metric,
+                    records / ours[key],
+                    peer,
+                    records / theirs[key],
+                    higher_is_better=True,
+                )
+            )
     print_comparisons(rows, as_json=as_json, title="kconform bench client (ours vs peers, same broker)")
     return rows
 

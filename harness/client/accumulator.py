@@ -94,19 +94,39 @@ class RecordFuture:
         batch = self.batch
         offset = result.offset_for(self.relative_offset)
         timestamp = result.log_append_time if result.log_append_time >= 0 else self.timestamp
-        return RecordMetadata(
-            batch.topic, batch.partition, offset, timestamp, self.key_size, self.value_size
-        )
+        return RecordMetadata(batch.topic, batch.partition, offset, timestamp, self.key_size, self.value_size)
 
 
 class ProducerBatch:
     """Records for one partition, encoded as they come, sent (and maybe retried) as one batch."""
 
     __slots__ = (
-        "topic", "partition", "body", "count", "first_timestamp", "max_timestamp", "created",
-        "last_attempt", "attempts", "producer_id", "producer_epoch", "base_sequence", "transactional",
-        "future", "callbacks", "reserved", "_compressed", "in_retry", "drained_at", "limit",
-        "sequence_reset", "parent", "pieces_left", "piece_results", "split_starts", "split_index",
+        "topic",
+        "partition",
+        "body",
+        "count",
+        "first_timestamp",
+        "max_timestamp",
+        "created",
+        "last_attempt",
+        "attempts",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "transactional",
+        "future",
+        "callbacks",
+        "reserved",
+        "_compressed",
+        "in_retry",
+        "drained_at",
+        "limit",
+        "sequence_reset",
+        "parent",
+        "pieces_left",
+        "piece_results",
+        "split_starts",
+        "split_index",
     )
 
     def __init__(self, topic: str, partition: int, now: float, limit: int, reserved: int, future) -> None:

@@ -11,7 +11,12 @@ __all__ = ["ExponentialBackoff"]
 
 class ExponentialBackoff:
     def __init__(
-        self, initial_ms: float, maximum_ms: float, *, multiplier: float = 2.0, jitter: float = 0.2,
+        self,
+        initial_ms: float,
+        maximum_ms: float,
+        *,
+        multiplier: float = 2.0,
+        jitter: float = 0.2,
         rng: random.Random | None = None,
     ) -> None:
         self.initial_ms = initial_ms

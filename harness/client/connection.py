@@ -85,7 +85,12 @@ class BrokerConnection:
         except (OSError, TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to node {node_id} at {host}:{port}: {exc}") from exc
         conn = cls(
-            reader, writer, node_id=node_id, host=host, port=port, client_id=client_id,
+            reader,
+            writer,
+            node_id=node_id,
+            host=host,
+            port=port,
+            client_id=client_id,
             request_timeout=request_timeout,
         )
         try:

@@ -67,8 +67,12 @@ class ClusterMetadata:
                 continue
             partitions = {
                 p.partition_index: PartitionInfo(
-                    p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
-                    tuple(p.isr_nodes), p.error_code,
+                    p.partition_index,
+                    p.leader_id,
+                    p.leader_epoch,
+                    tuple(p.replica_nodes),
+                    tuple(p.isr_nodes),
+                    p.error_code,
                 )
                 for p in t.partitions
             }

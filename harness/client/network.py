@@ -40,7 +40,7 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
             continue
         for prefix in ("PLAINTEXT://",):
             if item.upper().startswith(prefix):
-                item = item[len(prefix):]
+                item = item[len(prefix) :]
         host, sep, port = item.rpartition(":")
         if not sep or not port.isdigit():
             raise ValueError(f"bootstrap server {item!r} is not host:port")
@@ -116,8 +116,12 @@ class NetworkClient:
 
     async def _open(self, broker: BrokerInfo) -> BrokerConnection:
         conn = await BrokerConnection.connect(
-            broker.host, broker.port, node_id=broker.node_id, client_id=self.client_id,
-            request_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
+            broker.host,
+            broker.port,
+            node_id=broker.node_id,
+            client_id=self.client_id,
+            request_timeout=self.request_timeout,
+            connect_timeout=self.connect_timeout,
         )
         self._connections[broker.node_id] = conn
         return conn
@@ -138,8 +142,12 @@ class NetworkClient:
         for host, port in self.bootstrap:
             try:
                 self._bootstrap_conn = await BrokerConnection.connect(
-                    host, port, node_id=-1, client_id=self.client_id,
-                    request_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
+                    host,
+                    port,
+                    node_id=-1,
+                    client_id=self.client_id,
+                    request_timeout=self.request_timeout,
+                    connect_timeout=self.connect_timeout,
                 )
                 return self._bootstrap_conn
             except ConnectionLost as exc:
@@ -265,11 +273,18 @@ class NetworkClient:
             if version >= 4:
                 found = response.coordinators[0]
                 code, message, node, host, port = (
-                    found.error_code, found.error_message, found.node_id, found.host, found.port,
+                    found.error_code,
+                    found.error_message,
+                    found.node_id,
+                    found.host,
+                    found.port,
                 )
             else:
                 code, message, node, host, port = (
-                    response.error_code, response.error_message, response.node_id, response.host,
+                    response.error_code,
+                    response.error_message,
+                    response.node_id,
+                    response.host,
                     response.port,
                 )
             if code == 0:

@@ -373,7 +373,12 @@ class Producer:
             await add_offsets(self.client, txn, group_id)
             txn.offsets_group_added = True
             await txn_offset_commit(
-                self.client, txn, group_id, normalised, generation_id=generation_id, member_id=member_id,
+                self.client,
+                txn,
+                group_id,
+                normalised,
+                generation_id=generation_id,
+                member_id=member_id,
                 group_instance_id=group_instance_id,
             )
         except ClientError as exc:

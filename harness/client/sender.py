@@ -139,10 +139,14 @@ class Sender:
         acc = self.accumulator
         now = self.clock()
         for batch in acc.expired(now):
-            self._settle(batch, None, DeliveryTimedOut(
-                f"{batch.count} record(s) for {batch.topic}-{batch.partition} expired: "
-                f"{now - batch.created:.3f}s since the batch was created"
-            ))
+            self._settle(
+                batch,
+                None,
+                DeliveryTimedOut(
+                    f"{batch.count} record(s) for {batch.topic}-{batch.partition} expired: "
+                    f"{now - batch.created:.3f}s since the batch was created"
+                ),
+            )
         txn = self.txn
         if txn is not None:
             if txn.epoch_bump_required and not txn.transactional and self.on_wire == 0:
@@ -257,8 +261,13 @@ class Sender:
         if decision.refresh_metadata:
             self._refresh_metadata()
         if decision.outcome is Outcome.RETRY:
-            log.debug("retrying %s-%s (attempt %d): %s", batch.topic, batch.partition, batch.attempts + 1,
-                      exc or error_for(code).name)
+            log.debug(
+                "retrying %s-%s (attempt %d): %s",
+                batch.topic,
+                batch.partition,
+                batch.attempts + 1,
+                exc or error_for(code).name,
+            )
             self.stats["retries"] += 1
             acc.reenqueue(batch, now)
             return
@@ -379,7 +388,13 @@ def _always(_batch) -> bool:
     return True
 
 
-_FATAL_TXN_ERRORS = frozenset({
-    "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-    "INVALID_TXN_STATE", "UNSUPPORTED_VERSION", "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-})
+_FATAL_TXN_ERRORS = frozenset(
+    {
+        "PRODUCER_FENCED",
+        "INVALID_PRODUCER_EPOCH",
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        "INVALID_TXN_STATE",
+        "UNSUPPORTED_VERSION",
+        "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+    }
+)

@@ -39,7 +39,15 @@ _CONCURRENT_TXN_BACKOFF = 0.02  # Java retries CONCURRENT_TRANSACTIONS after 20 
 
 
 async def _coordinator_call(
-    client: NetworkClient, key: str, key_type: int, api_key: int, build, parse, *, cap: int | None, what: str,
+    client: NetworkClient,
+    key: str,
+    key_type: int,
+    api_key: int,
+    build,
+    parse,
+    *,
+    cap: int | None,
+    what: str,
     timeout: float | None = None,
 ):
     """Send to the coordinator of ``key`` until the answer is final; ``parse`` returns the error code
@@ -70,8 +78,10 @@ async def _coordinator_call(
             raise error
         if loop.time() >= deadline:
             raise error
-        wait = _CONCURRENT_TXN_BACKOFF if error.name == "CONCURRENT_TRANSACTIONS" else (
-            client.backoff.backoff_ms(attempts) / 1000
+        wait = (
+            _CONCURRENT_TXN_BACKOFF
+            if error.name == "CONCURRENT_TRANSACTIONS"
+            else (client.backoff.backoff_ms(attempts) / 1000)
         )
         await asyncio.sleep(wait)
         attempts += 1
@@ -79,6 +89,7 @@ async def _coordinator_call(
 
 async def init_producer_id(client: NetworkClient, txn: TransactionManager, *, bump: bool) -> tuple[int, int]:
     """A producer id and epoch. ``bump`` asks for the next epoch of the current id (KIP-360)."""
+
     def build(version):
         producer_id, epoch = (txn.producer_id, txn.producer_epoch) if bump and version >= 3 else (-1, -1)
         return InitProducerIdRequest(
@@ -93,7 +104,13 @@ async def init_producer_id(client: NetworkClient, txn: TransactionManager, *, bu
 
     if txn.transactional:
         response = await _coordinator_call(
-            client, txn.transactional_id, _TRANSACTION_KEY, _INIT_PRODUCER_ID, build, parse, cap=None,
+            client,
+            txn.transactional_id,
+            _TRANSACTION_KEY,
+            _INIT_PRODUCER_ID,
+            build,
+            parse,
+            cap=None,
             what=f"InitProducerId for {txn.transactional_id!r}",
         )
     else:
@@ -146,8 +163,14 @@ async def add_partitions(client: NetworkClient, txn: TransactionManager) -> None
             return 0, None
 
         await _coordinator_call(
-            client, txn.transactional_id, _TRANSACTION_KEY, _ADD_PARTITIONS, build, parse,
-            cap=_ADD_PARTITIONS_CLIENT_MAX, what=f"AddPartitionsToTxn for {txn.transactional_id!r}",
+            client,
+            txn.transactional_id,
+            _TRANSACTION_KEY,
+            _ADD_PARTITIONS,
+            build,
+            parse,
+            cap=_ADD_PARTITIONS_CLIENT_MAX,
+            what=f"AddPartitionsToTxn for {txn.transactional_id!r}",
         )
         txn.partitions_added(wanted)
 
@@ -155,13 +178,21 @@ async def add_partitions(client: NetworkClient, txn: TransactionManager) -> None
 async def add_offsets(client: NetworkClient, txn: TransactionManager, group_id: str) -> None:
     def build(_version):
         return AddOffsetsToTxnRequest(
-            transactional_id=txn.transactional_id, producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch, group_id=group_id,
+            transactional_id=txn.transactional_id,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            group_id=group_id,
         )
 
     await _coordinator_call(
-        client, txn.transactional_id, _TRANSACTION_KEY, _ADD_OFFSETS, build,
-        lambda r, _v: (r.error_code, None), cap=None, what=f"AddOffsetsToTxn for {group_id!r}",
+        client,
+        txn.transactional_id,
+        _TRANSACTION_KEY,
+        _ADD_OFFSETS,
+        build,
+        lambda r, _v: (r.error_code, None),
+        cap=None,
+        what=f"AddOffsetsToTxn for {group_id!r}",
     )
 
 
@@ -179,18 +210,26 @@ async def txn_offset_commit(
     for (topic, partition), (offset, metadata) in sorted(offsets.items()):
         by_topic.setdefault(topic, []).append(
             TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
-                partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
+                partition_index=partition,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
                 committed_metadata=metadata,
             )
         )
 
     def build(_version):
         return TxnOffsetCommitRequest(
-            transactional_id=txn.transactional_id, group_id=group_id, producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch, generation_id=generation_id, member_id=member_id,
+            transactional_id=txn.transactional_id,
+            group_id=group_id,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            generation_id=generation_id,
+            member_id=member_id,
             group_instance_id=group_instance_id,
-            topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=t, partitions=p)
-                    for t, p in by_topic.items()],
+            topics=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=t, partitions=p)
+                for t, p in by_topic.items()
+            ],
         )
 
     def parse(response, _version):
@@ -201,7 +240,13 @@ async def txn_offset_commit(
         return 0, None
 
     await _coordinator_call(
-        client, group_id, _GROUP_KEY, _TXN_OFFSET_COMMIT, build, parse, cap=_TXN_OFFSET_COMMIT_V1_MAX,
+        client,
+        group_id,
+        _GROUP_KEY,
+        _TXN_OFFSET_COMMIT,
+        build,
+        parse,
+        cap=_TXN_OFFSET_COMMIT_V1_MAX,
         what=f"TxnOffsetCommit for {group_id!r}",
     )
 
@@ -209,12 +254,19 @@ async def txn_offset_commit(
 async def end_txn(client: NetworkClient, txn: TransactionManager, *, commit: bool) -> None:
     def build(_version):
         return EndTxnRequest(
-            transactional_id=txn.transactional_id, producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch, committed=commit,
+            transactional_id=txn.transactional_id,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            committed=commit,
         )
 
     await _coordinator_call(
-        client, txn.transactional_id, _TRANSACTION_KEY, _END_TXN, build,
-        lambda r, _v: (r.error_code, None), cap=_END_TXN_V1_MAX,
+        client,
+        txn.transactional_id,
+        _TRANSACTION_KEY,
+        _END_TXN,
+        build,
+        lambda r, _v: (r.error_code, None),
+        cap=_END_TXN_V1_MAX,
         what=f"EndTxn({'commit' if commit else 'abort'}) for {txn.transactional_id!r}",
     )

@@ -76,8 +76,13 @@ class Target(abc.ABC):
             self._versions = asyncio.run(fetch_api_versions(self.bootstrap))
         return self._versions
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        configs: dict[str, str] | None = None,
+    ) -> None:
         """Create a topic through the protocol (CreateTopics); targets with a side door override it."""
         asyncio.run(_create_topic(self.bootstrap, name, partitions, replication_factor, configs or {}))
 
@@ -114,7 +119,9 @@ async def _create_topic(bootstrap, name, partitions, replication_factor, configs
     client = NetworkClient(bootstrap)
     try:
         topic = CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=replication_factor,
+            name=name,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
             configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
         )
         response = await client.send_any(19, CreateTopicsRequest(topics=[topic], timeout_ms=30_000))

@@ -26,8 +26,13 @@ class _ProcessFaults(FaultHooks):
 class ReferenceTarget(Target):
     kind = "reference"
 
-    def __init__(self, name: str | None = None, *, data_dir: str | Path | None = None,
-                 overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        overrides: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(name)
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self._owned_dir: Path | None = None

@@ -1,0 +1,300 @@
+"""A differential campaign: Hypothesis generates cases (operation sequences), each runs on both targets,
+every difference is counted by signature, and each new signature is shrunk to its smallest case,
+stored as JSON beside the traces so ``kconform repro`` can replay it on any pair of targets.
+
+Generation and shrinking are separate on purpose: a campaign must find every difference, not stop at
+the first, so the generating pass never fails; shrinking then asks Hypothesis for the smallest case
+that still shows one given signature (``hypothesis.find``)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+from ..targets.base import Target
+from ..traces import TraceWriter
+from . import operations as ops
+from .engine import CaseResult, DiffEngine
+
+__all__ = ["CampaignResult", "load_case", "operation_sequences", "run_campaign", "save_case"]
+
+OPERATIONS = {
+    cls.__name__: cls
+    for cls in (
+        ops.CreateTopic,
+        ops.Produce,
+        ops.Fetch,
+        ops.ListOffsets,
+        ops.Metadata,
+        ops.DeleteRecords,
+        ops.FindCoordinator,
+        ops.OffsetCommit,
+        ops.OffsetFetch,
+    )
+}
+
+_topic = st.integers(0, 2)
+_partition = st.sampled_from([0, 0, 0, 1, 2, -1, 7])
+_offset = st.sampled_from([0, 0, 1, 2, 5, -1, 1 << 40])
+_pick = st.integers(0, 31)
+_values = st.lists(st.one_of(st.binary(max_size=20), st.none()), min_size=0, max_size=5).map(tuple)
+
+
+def _operation(apis: set[int] | None) -> st.SearchStrategy:
+    choices = [
+        st.builds(ops.CreateTopic, _pick, topic=_topic, partitions=st.sampled_from([1, 1, 2, 3, 0, -1])),
+        st.builds(
+            ops.Produce,
+            _pick,
+            topic=_topic,
+            partition=_partition,
+            values=_values,
+            keyed=st.booleans(),
+            acks=st.sampled_from([-1, -1, 1, 0, 2]),
+        ),
+        st.builds(
+            ops.Fetch,
+            _pick,
+            topic=_topic,
+            partition=_partition,
+            offset=_offset,
+            max_bytes=st.sampled_from([1 << 20, 1, 100]),
+        ),
+        st.builds(
+            ops.ListOffsets,
+            _pick,
+            topic=_topic,
+            partition=_partition,
+            timestamp=st.sampled_from([-1, -2, -3, ops.BASE_TIMESTAMP, ops.BASE_TIMESTAMP + 3, 0]),
+        ),
+        st.builds(ops.Metadata, _pick, topic_list=st.lists(_topic, max_size=2).map(tuple)),
+        st.builds(ops.DeleteRecords, _pick, topic=_topic, partition=_partition, offset=_offset),
+        st.builds(ops.FindCoordinator, _pick, group=st.integers(0, 1)),
+        st.builds(
+            ops.OffsetCommit,
+            _pick,
+            group=st.integers(0, 1),
+            topic=_topic,
+            partition=_partition,
+            offset=_offset,
+        ),
+        st.builds(ops.OffsetFetch, _pick, group=st.integers(0, 1), topic=_topic, partition=_partition),
+    ]
+    if apis:
+        choices = [c for c, cls in zip(choices, OPERATIONS.values(), strict=True) if cls.api_key in apis]
+    return st.one_of(choices)
+
+
+def operation_sequences(apis: set[int] | None = None, max_ops: int = 8) -> st.SearchStrategy:
+    """Cases: a topic is usually created first, then anything goes."""
+    body = st.lists(_operation(apis), min_size=1, max_size=max_ops)
+    setup = st.builds(ops.CreateTopic, _pick, topic=st.just(0), partitions=st.sampled_from([1, 3]))
+    with_setup = st.tuples(setup, body).map(lambda pair: [pair[0], *pair[1]])
+    return st.one_of(with_setup, with_setup, body) if not apis or 19 in apis else body
+
+
+@dataclasses.dataclass
+class Found:
+    signature: str
+    api_key: int
+    api_version: int
+    field_path: str
+    kind: str
+    count: int = 0
+    example: dict | None = None  # a: ..., b: ... from the first sighting
+    case_id: str | None = None  # the shrunk case
+
+
+@dataclasses.dataclass
+class CampaignResult:
+    run_id: str
+    targets: tuple[str, str]
+    cases: int = 0
+    operations: int = 0
+    pairs_compared: int = 0
+    skipped_pairs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    skipped_operations: int = 0
+    found: dict[str, Found] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        by_kind = Counter(f.kind for f in self.found.values())
+        return {
+            "run_id": self.run_id,
+            "targets": list(self.targets),
+            "cases": self.cases,
+            "operations": self.operations,
+            "pairs_compared": self.pairs_compared,
+            "skipped_operations": self.skipped_operations,
+            "skipped_api_versions": [{"api_key": k, "api_version": v} for k, v in self.skipped_pairs],
+            "differences_by_kind": dict(by_kind),
+            "seconds": round(self.seconds, 2),
+            "differences": [
+                {
+                    "signature": f.signature,
+                    "api_key": f.api_key,
+                    "api_version": f.api_version,
+                    "field_path": f.field_path,
+                    "kind": f.kind,
+                    "count": f.count,
+                    "case_id": f.case_id,
+                    "example": f.example,
+                }
+                for f in sorted(self.found.values(), key=lambda f: f.signature)
+            ],
+        }
+
+
+def _case_id(run_id: str, n: int) -> str:
+    return f"{run_id[:6]}c{n}"
+
+
+def run_campaign(
+    a: Target,
+    b: Target,
+    out: Path,
+    *,
+    examples: int = 100,
+    seed: int = 0,
+    apis: set[int] | None = None,
+    shrink: bool = True,
+    shrink_examples: int = 150,
+    run_id: str | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> CampaignResult:
+    """Run ``examples`` generated cases on ``a`` and ``b`` (started), write traces, cases and
+    ``summary.json`` under ``out``."""
+    out = Path(out)
+    (out / "cases").mkdir(parents=True, exist_ok=True)
+    run_id = run_id or uuid.uuid4().hex[:12]
+    result = CampaignResult(run_id, (a.name, b.name))
+    loop = asyncio.new_event_loop()
+    started = time.monotonic()
+    with TraceWriter(out, run_id) as traces:
+        engine = DiffEngine(a, b, traces=traces)
+        result.skipped_pairs = engine.skipped_pairs
+        counter = iter(range(1 << 30))
+        strategy = operation_sequences(apis)
+
+        def run(case: list) -> CaseResult:
+            return loop.run_until_complete(engine.run_case(case, _case_id(run_id, next(counter))))
+
+        @hypothesis_seed(seed)  # the same seed draws the same cases
+        @settings(
+            max_examples=examples,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(strategy)
+        def generate(case):
+            outcome = run(case)
+            result.cases += 1
+            result.skipped_operations += len(outcome.skipped)
+            for divergence in outcome.divergences:
+                d = divergence.difference
+                found = result.found.get(divergence.signature)
+                if found is None:
+                    api_key = outcome.ops[divergence.op_index].api_key
+                    version = int(divergence.signature.split("/")[1][1:])
+                    found = result.found[divergence.signature] = Found(
+                        divergence.signature,
+                        api_key,
+                        version,
+                        d.generic_path,
+                        d.kind,
+                        example={"a": _short(d.a), "b": _short(d.b), "case": outcome.case_id},
+                    )
+                found.count += 1
+            if progress is not None:
+                progress(result.cases, examples, len(result.found))
+
+        generate()
+        if shrink:
+            for found in result.found.values():
+                found.case_id = _shrink(found.signature, strategy, run, out, a, b, shrink_examples, seed)
+        result.operations = engine.operations_run
+        result.pairs_compared = engine.pairs_compared
+        loop.run_until_complete(engine.close())
+    loop.close()
+    result.seconds = time.monotonic() - started
+    (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    return result
+
+
+def _shrink(
+    signature: str, strategy, run, out: Path, a: Target, b: Target, budget: int, seed: int
+) -> str | None:
+    import random
+
+    last: dict = {}
+
+    def shows(case) -> bool:
+        outcome = run(case)
+        if signature in outcome.signatures:
+            last["ops"] = case
+            return True
+        return False
+
+    try:
+        smallest = find(
+            strategy,
+            shows,
+            settings=settings(
+                max_examples=budget, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+            ),
+            random=random.Random(seed),
+        )
+    except (NoSuchExample, Unsatisfiable):
+        return None
+    case_id = f"case-{abs(hash(signature)) % 10**10:010d}"
+    save_case(out / "cases" / f"{case_id}.json", smallest, signature=signature, targets=(a.name, b.name))
+    return case_id
+
+
+def _short(value):
+    text = json.dumps(value, default=str)
+    return value if len(text) <= 300 else text[:300] + "..."
+
+
+def save_case(path: Path, case: list, *, signature: str | None = None, targets=()) -> None:
+    data = {
+        "signature": signature,
+        "targets": list(targets),
+        "operations": [{"op": type(op).__name__, **dataclasses.asdict(op)} for op in case],
+    }
+    path.write_text(json.dumps(data, indent=2, default=_bytes_json) + "\n")
+
+
+def _bytes_json(value):
+    if isinstance(value, bytes):
+        return {"hex": value.hex()}
+    raise TypeError(type(value).__name__)
+
+
+def load_case(path: Path) -> tuple[list, dict]:
+    data = json.loads(Path(path).read_text())
+    case = []
+    for entry in data["operations"]:
+        entry = dict(entry)
+        cls = OPERATIONS.get(entry.pop("op"))
+        if cls is None:
+            raise ValueError(f"{path}: unknown operation in case file")
+        for key, value in entry.items():
+            if isinstance(value, list):
+                entry[key] = tuple(bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for v in value)
+        case.append(cls(**entry))
+    return case, data

@@ -1,0 +1,256 @@
+"""Runs a case (a list of operations) against two targets, one request at a time to each, and compares
+the answers: normalised, then field by field. Every exchange can go to the traces.
+
+Requests go over raw connections (the reference client's raw mode), so what the targets get is exactly
+what the operation built, at the version chosen for it, and a target that closes the connection or
+stays silent is an outcome like any other."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kconform.codecs import DecodeError, EncodeError, api_schema, encode_request
+from kconform.codecs.framing import decode_response_lenient
+
+from ..client.network import parse_bootstrap
+from ..client.raw import Fate, RawClient
+from ..targets.base import Target, common_versions
+from ..traces import TraceRow, TraceWriter
+from .compare import Difference, diff_trees, signature
+from .normalise import normalise
+from .operations import Context, Operation
+from .tree import to_tree
+
+__all__ = ["CaseResult", "DiffEngine", "Exchange"]
+
+_REPLY_TIMEOUT = 10.0
+
+
+@dataclass(slots=True)
+class Exchange:
+    target: str
+    api_key: int
+    api_version: int
+    fate: str
+    tree: Any = None  # normalised response
+    correlation_id: int | None = None
+    request_bytes: int = 0
+    response_bytes: int = 0
+    latency_us: int = 0
+    error_codes: list[int] = field(default_factory=list)
+    notes: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Divergence:
+    op_index: int
+    signature: str
+    difference: Difference
+
+
+@dataclass(slots=True)
+class CaseResult:
+    case_id: str
+    ops: list[Operation]
+    exchanges: list[tuple[Exchange, Exchange]] = field(default_factory=list)
+    divergences: list[Divergence] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (op index, why)
+
+    @property
+    def signatures(self) -> set[str]:
+        return {d.signature for d in self.divergences}
+
+
+class _Link:
+    """One raw connection to a target, reopened when the target closes it."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.client: RawClient | None = None
+
+    async def client_for(self) -> RawClient:
+        if self.client is None or self.client.closed:
+            host, port = parse_bootstrap(self.target.bootstrap)[0]
+            self.client = await RawClient.connect(
+                host, port, client_id="kconform-diff", timeout=_REPLY_TIMEOUT
+            )
+        return self.client
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+
+
+class DiffEngine:
+    def __init__(self, a: Target, b: Target, *, traces: TraceWriter | None = None) -> None:
+        self.a, self.b = a, b
+        self.traces = traces
+        self.shared, self.skipped_pairs = common_versions(a.api_versions(), b.api_versions())
+        self._links = (_Link(a), _Link(b))
+        self.operations_run = 0
+        self.pairs_compared = 0
+
+    def version_range(self, api_key: int) -> tuple[int, int] | None:
+        shared = self.shared.get(api_key)
+        if shared is None:
+            return None
+        schema = api_schema(api_key)
+        low, high = max(shared[0], schema.min_version), min(shared[1], schema.max_version)
+        return (low, high) if low <= high else None
+
+    async def run_case(self, ops: list[Operation], case_id: str) -> CaseResult:
+        ctx = Context(prefix=case_id)
+        result = CaseResult(case_id, list(ops))
+        for index, op in enumerate(ops):
+            span = self.version_range(op.api_key)
+            if span is None:
+                result.skipped.append(
+                    (index, f"{api_schema(op.api_key).name} has no version both targets offer")
+                )
+                continue
+            version = op.version(*span)
+            body = op.body(ctx, version)
+            try:
+                encode_request(op.api_key, version, 0, None, body)
+            except EncodeError as exc:
+                result.skipped.append((index, f"not expressible at v{version}: {exc}"))
+                continue
+            pair = []
+            for link in self._links:
+                pair.append(await self._exchange(link, op, version, body))
+            self.operations_run += 1
+            self.pairs_compared += 1
+            exchange_a, exchange_b = pair
+            result.exchanges.append((exchange_a, exchange_b))
+            name = api_schema(op.api_key).name
+            found = []
+            if exchange_a.fate != exchange_b.fate:
+                found.append(Difference("<connection>", "fate", exchange_a.fate, exchange_b.fate))
+            elif exchange_a.fate == Fate.ANSWERED:
+                found = diff_trees(exchange_a.tree, exchange_b.tree)
+            for difference in found:
+                result.divergences.append(Divergence(index, signature(name, version, difference), difference))
+            self._trace(case_id, op, ctx, pair, found, name, version)
+        return result
+
+    async def _exchange(self, link: _Link, op: Operation, version: int, body) -> Exchange:
+        client = await link.client_for()
+        frame_size = len(encode_request(op.api_key, version, 0, client.client_id, body)) + 4
+        started = time.perf_counter()
+        if not op.expects_response:
+            correlation_id = await client.send(op.api_key, version, body, expect_response=False)
+            return Exchange(
+                link.target.name, op.api_key, version, "no_response", None, correlation_id, frame_size
+            )
+        payload = body.encode(version)
+        await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
+        try:
+            reply = await client.receive(_REPLY_TIMEOUT)
+        except Exception:  # noqa: BLE001 - an answer out of order is an outcome too
+            await link.close()
+            return Exchange(
+                link.target.name, op.api_key, version, "undecodable", None, request_bytes=frame_size
+            )
+        latency = int((time.perf_counter() - started) * 1e6)
+        if not reply.answered:
+            await link.close()  # a silent or closed connection cannot be reused in order
+            return Exchange(
+                link.target.name,
+                op.api_key,
+                version,
+                str(reply.fate),
+                None,
+                reply.correlation_id,
+                frame_size,
+                0,
+                latency,
+            )
+        try:
+            _, decoded, rest = decode_response_lenient(reply.frame, op.api_key, version)
+        except DecodeError as exc:
+            await link.close()
+            return Exchange(
+                link.target.name,
+                op.api_key,
+                version,
+                "undecodable",
+                None,
+                reply.correlation_id,
+                frame_size,
+                len(reply.frame) + 4,
+                latency,
+                notes={"decode_error": str(exc)},
+            )
+        tree = normalise(op.api_key, to_tree(decoded))
+        if rest:  # bytes after the message: Kafka's parsers ignore them, a conformance check does not
+            tree["<trailing bytes>"] = len(rest)
+        return Exchange(
+            link.target.name,
+            op.api_key,
+            version,
+            str(reply.fate),
+            tree,
+            reply.correlation_id,
+            frame_size,
+            len(reply.frame) + 4,
+            latency,
+            _error_codes(tree),
+        )
+
+    def _trace(self, case_id, op, ctx, pair, found, name, version) -> None:
+        if self.traces is None:
+            return
+        sig = signature(name, version, found[0]) if found else None
+        for exchange in pair:
+            if found:
+                outcome = "diverge"
+            elif exchange.fate in ("timeout",):
+                outcome = "timeout"
+            elif exchange.fate in ("closed", "undecodable"):
+                outcome = "closed"
+            elif any(exchange.error_codes):
+                outcome = "error"
+            else:
+                outcome = "pass"
+            self.traces.append(
+                TraceRow(
+                    target=exchange.target,
+                    api_key=op.api_key,
+                    api_version=version,
+                    outcome=outcome,
+                    case_id=case_id,
+                    api_name=name,
+                    correlation_id=exchange.correlation_id,
+                    request_bytes=exchange.request_bytes,
+                    response_bytes=exchange.response_bytes,
+                    latency_us=exchange.latency_us,
+                    error_codes=exchange.error_codes,
+                    signature=sig,
+                    topics=op.topics(ctx),
+                )
+            )
+
+    async def close(self) -> None:
+        for link in self._links:
+            await link.close()
+
+
+def _error_codes(tree: Any) -> list[int]:
+    out: list[int] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key.endswith("error_code") and isinstance(value, int):
+                    out.append(value)
+                elif isinstance(value, dict | list):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(tree)
+    return out

@@ -1,0 +1,263 @@
+"""Operations the differential engine runs: each becomes one request, built the same way for every
+target, at a version both targets advertise.
+
+Names inside a case are indexes (topic 0, group 1), turned into real names with the case's prefix, so
+cases never see each other's topics and a shrunk case reads as a short story. Record timestamps are
+fixed, so the only differences left are the targets' own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kconform.codecs.messages import (
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    FetchRequest,
+    FindCoordinatorRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    ProduceRequest,
+)
+from kconform.codecs.records import Record, encode_batch
+
+__all__ = [
+    "CreateTopic",
+    "DeleteRecords",
+    "Fetch",
+    "FindCoordinator",
+    "ListOffsets",
+    "Metadata",
+    "OffsetCommit",
+    "OffsetFetch",
+    "Operation",
+    "Produce",
+]
+
+BASE_TIMESTAMP = 1_700_000_000_000
+
+
+@dataclass(frozen=True)
+class Context:
+    prefix: str
+
+    def topic(self, index: int) -> str:
+        return f"{self.prefix}-t{index}"
+
+    def group(self, index: int) -> str:
+        return f"{self.prefix}-g{index}"
+
+
+@dataclass(frozen=True)
+class Operation:
+    """``api_key`` is the request the operation sends; ``version_pick`` chooses among the versions
+    both targets offer (an index taken modulo their number, so a case replays on any pair)."""
+
+    version_pick: int
+
+    api_key = -1
+    expects_response = True
+
+    def version(self, low: int, high: int) -> int:
+        return low + self.version_pick % (high - low + 1)
+
+    def body(self, ctx: Context, version: int):
+        raise NotImplementedError
+
+    def topics(self, ctx: Context) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True)
+class CreateTopic(Operation):
+    topic: int = 0
+    partitions: int = 1
+    api_key = 19
+
+    def body(self, ctx, version):
+        topic = CreateTopicsRequest.CreatableTopic(
+            name=ctx.topic(self.topic), num_partitions=self.partitions, replication_factor=1
+        )
+        return CreateTopicsRequest(topics=[topic], timeout_ms=10_000)
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+
+@dataclass(frozen=True)
+class Produce(Operation):
+    topic: int = 0
+    partition: int = 0
+    values: tuple[bytes | None, ...] = (b"v",)
+    keyed: bool = False
+    acks: int = -1
+    api_key = 0
+
+    @property
+    def expects_response(self) -> bool:  # type: ignore[override]
+        return self.acks != 0
+
+    def body(self, ctx, version):
+        records = [
+            Record(i, BASE_TIMESTAMP + i, b"k%d" % i if self.keyed else None, value)
+            for i, value in enumerate(self.values)
+        ]
+        data = ProduceRequest.PartitionProduceData(index=self.partition, records=encode_batch(records))
+        topic = ProduceRequest.TopicProduceData(name=ctx.topic(self.topic), partition_data=[data])
+        return ProduceRequest(acks=self.acks, timeout_ms=5_000, topic_data=[topic])
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+
+@dataclass(frozen=True)
+class Fetch(Operation):
+    topic: int = 0
+    partition: int = 0
+    offset: int = 0
+    max_bytes: int = 1 << 20
+    api_key = 1
+
+    def body(self, ctx, version):
+        part = FetchRequest.FetchPartition(
+            partition=self.partition,
+            fetch_offset=self.offset,
+            partition_max_bytes=self.max_bytes,
+            current_leader_epoch=-1,
+            log_start_offset=-1,
+        )
+        topic = FetchRequest.FetchTopic(topic=ctx.topic(self.topic), partitions=[part])
+        if version >= 13:  # topic ids only: unknown ids are a difference of their own, not this one
+            return None
+        return FetchRequest(
+            replica_id=-1,
+            max_wait_ms=10,
+            min_bytes=0,
+            max_bytes=self.max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[topic],
+        )
+
+    def version(self, low, high):
+        return super().version(low, min(high, 12)) if low <= 12 else super().version(low, high)
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+
+@dataclass(frozen=True)
+class ListOffsets(Operation):
+    topic: int = 0
+    partition: int = 0
+    timestamp: int = -1  # -1 latest, -2 earliest, -3 max timestamp, else a time
+    api_key = 2
+
+    def body(self, ctx, version):
+        part = ListOffsetsRequest.ListOffsetsPartition(
+            partition_index=self.partition,
+            timestamp=self.timestamp,
+            current_leader_epoch=-1,
+            max_num_offsets=1,
+        )
+        topic = ListOffsetsRequest.ListOffsetsTopic(name=ctx.topic(self.topic), partitions=[part])
+        return ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[topic], timeout_ms=1_000)
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+
+@dataclass(frozen=True)
+class Metadata(Operation):
+    topic_list: tuple[int, ...] = (0,)
+    api_key = 3
+
+    def body(self, ctx, version):
+        topics = [MetadataRequest.MetadataRequestTopic(name=ctx.topic(t)) for t in self.topic_list]
+        # Before v4 a Metadata request always allows auto-creation; the field does not exist.
+        return MetadataRequest(topics=topics, allow_auto_topic_creation=version < 4)
+
+    def topics(self, ctx):
+        return [ctx.topic(t) for t in self.topic_list]
+
+
+@dataclass(frozen=True)
+class DeleteRecords(Operation):
+    topic: int = 0
+    partition: int = 0
+    offset: int = 0
+    api_key = 21
+
+    def body(self, ctx, version):
+        part = DeleteRecordsRequest.DeleteRecordsPartition(partition_index=self.partition, offset=self.offset)
+        topic = DeleteRecordsRequest.DeleteRecordsTopic(name=ctx.topic(self.topic), partitions=[part])
+        return DeleteRecordsRequest(topics=[topic], timeout_ms=5_000)
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+
+@dataclass(frozen=True)
+class FindCoordinator(Operation):
+    group: int = 0
+    api_key = 10
+
+    def body(self, ctx, version):
+        if version >= 4:
+            return FindCoordinatorRequest(key_type=0, coordinator_keys=[ctx.group(self.group)])
+        return FindCoordinatorRequest(key=ctx.group(self.group), key_type=0)
+
+
+@dataclass(frozen=True)
+class OffsetCommit(Operation):
+    """A simple (non-member) commit, as admin tools and manual-assignment consumers make."""
+
+    group: int = 0
+    topic: int = 0
+    partition: int = 0
+    offset: int = 0
+    api_key = 8
+
+    def body(self, ctx, version):
+        part = OffsetCommitRequest.OffsetCommitRequestPartition(
+            partition_index=self.partition,
+            committed_offset=self.offset,
+            committed_leader_epoch=-1,
+            committed_metadata="",
+        )
+        topic = OffsetCommitRequest.OffsetCommitRequestTopic(name=ctx.topic(self.topic), partitions=[part])
+        return OffsetCommitRequest(
+            group_id=ctx.group(self.group),
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            retention_time_ms=-1,
+            topics=[topic],
+        )
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+
+@dataclass(frozen=True)
+class OffsetFetch(Operation):
+    group: int = 0
+    topic: int = 0
+    partition: int = 0
+    api_key = 9
+
+    def body(self, ctx, version):
+        if version >= 8:
+            topic = OffsetFetchRequest.OffsetFetchRequestTopics(
+                name=ctx.topic(self.topic), partition_indexes=[self.partition]
+            )
+            group = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=ctx.group(self.group), topics=[topic])
+            return OffsetFetchRequest(groups=[group], require_stable=False)
+        topic = OffsetFetchRequest.OffsetFetchRequestTopic(
+            name=ctx.topic(self.topic), partition_indexes=[self.partition]
+        )
+        return OffsetFetchRequest(group_id=ctx.group(self.group), topics=[topic], require_stable=False)
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
