@@ -58,8 +58,17 @@ def broker(
     """Run one reference broker node. OVERRIDES are Kafka properties as key=value."""
     from kconform.reference_broker.config import ConfigError
     from kconform.reference_broker.node import BrokerNode
+    from kconform.reference_broker.planted import PlantedBugError, check_environment
+
+    try:
+        planted = check_environment()
+    except PlantedBugError as exc:
+        raise click.ClickException(str(exc)) from None
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if planted:
+        log = logging.getLogger("kconform.broker")
+        log.warning("planted bugs active (test only): %s", ", ".join(sorted(planted)))
     host, port = _parse_listen(listen)
     props = _parse_overrides(overrides)
     props.setdefault("node.id", str(node_id))

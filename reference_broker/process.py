@@ -65,6 +65,7 @@ def start_broker_process(
     port: int = 0,
     overrides: dict[str, str] | None = None,
     timeout: float = 30.0,
+    env: dict[str, str] | None = None,
 ) -> BrokerProcess:
     """Start a broker and wait until it listens; port 0 picks a free port."""
     data_dir = Path(data_dir)
@@ -84,7 +85,10 @@ def start_broker_process(
         os.environ.get("KCONFORM_BROKER_LOG_LEVEL", "WARNING"),
     ]
     args += [f"{k}={v}" for k, v in (overrides or {}).items()]
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    environment = {**os.environ, **env} if env else None
+    process = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment
+    )
     output: list[str] = []
     found: dict = {}
     ready = threading.Event()

@@ -2,9 +2,10 @@
 every difference is counted by signature, and each new signature is shrunk to its smallest case,
 stored as JSON beside the traces so ``kconform repro`` can replay it on any pair of targets.
 
-Generation and shrinking are separate on purpose: a campaign must find every difference, not stop at
-the first, so the generating pass never fails; shrinking then asks Hypothesis for the smallest case
-that still shows one given signature (``hypothesis.find``)."""
+A campaign must find every difference, not stop at the first: each signature raises its own
+exception type, so Hypothesis (``report_multiple_bugs``) keeps generating after the first and shrinks
+every kind of difference separately; the last case that raised a signature is its shrunk case
+(Hypothesis replays each minimal example last)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from ..targets.base import Target
 from ..traces import TraceWriter
@@ -112,6 +112,8 @@ class Found:
     field_path: str
     kind: str
     count: int = 0
+    number: int = 0
+    shrunk: bool = False
     example: dict | None = None  # a: ..., b: ... from the first sighting
     case_id: str | None = None  # the shrunk case
 
@@ -125,6 +127,7 @@ class CampaignResult:
     pairs_compared: int = 0
     skipped_pairs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     skipped_operations: int = 0
+    shrink_operations: int = 0
     found: dict[str, Found] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
 
@@ -137,6 +140,7 @@ class CampaignResult:
             "operations": self.operations,
             "pairs_compared": self.pairs_compared,
             "skipped_operations": self.skipped_operations,
+            "shrink_operations": self.shrink_operations,
             "skipped_api_versions": [{"api_key": k, "api_version": v} for k, v in self.skipped_pairs],
             "differences_by_kind": dict(by_kind),
             "seconds": round(self.seconds, 2),
@@ -169,7 +173,6 @@ def run_campaign(
     seed: int = 0,
     apis: set[int] | None = None,
     shrink: bool = True,
-    shrink_examples: int = 150,
     run_id: str | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> CampaignResult:
@@ -190,44 +193,36 @@ def run_campaign(
         def run(case: list) -> CaseResult:
             return loop.run_until_complete(engine.run_case(case, _case_id(run_id, next(counter))))
 
+        first_cases: dict[str, list] = {}  # signature -> the first case that showed it
+
         @hypothesis_seed(seed)  # the same seed draws the same cases
         @settings(
             max_examples=examples,
             database=None,
             deadline=None,
-            derandomize=False,
             phases=[Phase.generate],
             suppress_health_check=list(HealthCheck),
         )
         @given(strategy)
         def generate(case):
             outcome = run(case)
-            result.cases += 1
-            result.skipped_operations += len(outcome.skipped)
-            for divergence in outcome.divergences:
-                d = divergence.difference
-                found = result.found.get(divergence.signature)
-                if found is None:
-                    api_key = outcome.ops[divergence.op_index].api_key
-                    version = int(divergence.signature.split("/")[1][1:])
-                    found = result.found[divergence.signature] = Found(
-                        divergence.signature,
-                        api_key,
-                        version,
-                        d.generic_path,
-                        d.kind,
-                        example={"a": _short(d.a), "b": _short(d.b), "case": outcome.case_id},
-                    )
-                found.count += 1
+            _count(result, outcome)
+            for sig in outcome.signatures:
+                first_cases.setdefault(sig, case)
             if progress is not None:
                 progress(result.cases, examples, len(result.found))
 
         generate()
-        if shrink:
-            for found in result.found.values():
-                found.case_id = _shrink(found.signature, strategy, run, out, a, b, shrink_examples, seed)
-        result.operations = engine.operations_run
-        result.pairs_compared = engine.pairs_compared
+        result.operations, result.pairs_compared = engine.operations_run, engine.pairs_compared
+        if shrink and result.found:
+            raised_with = _shrink_all(strategy, run, examples, seed)
+            for sig, found in result.found.items():
+                found.shrunk = sig in raised_with
+                found.case_id = f"case-{found.number:03d}"
+                path = out / "cases" / f"{found.case_id}.json"
+                case = raised_with.get(sig, first_cases[sig])
+                save_case(path, case, signature=sig, targets=(a.name, b.name), shrunk=found.shrunk)
+        result.shrink_operations = engine.pairs_compared - result.pairs_compared
         loop.run_until_complete(engine.close())
     loop.close()
     result.seconds = time.monotonic() - started
@@ -235,34 +230,74 @@ def run_campaign(
     return result
 
 
-def _shrink(
-    signature: str, strategy, run, out: Path, a: Target, b: Target, budget: int, seed: int
-) -> str | None:
-    import random
+def _shrink_all(strategy, run, examples: int, seed: int) -> dict[str, list]:
+    """The same cases again (same seed), now failing on every difference, one exception type per
+    signature, so that Hypothesis shrinks each kind of difference on its own; the last case to raise
+    a signature is its smallest (Hypothesis replays each minimal example last)."""
+    first_seen: dict[str, int] = {}  # fixed order of discovery decides which signature a case raises
+    raised_with: dict[str, list] = {}
 
-    last: dict = {}
-
-    def shows(case) -> bool:
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        report_multiple_bugs=True,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+    )
+    @given(strategy)
+    def shrink(case):
         outcome = run(case)
-        if signature in outcome.signatures:
-            last["ops"] = case
-            return True
-        return False
+        for sig in sorted(outcome.signatures):
+            first_seen.setdefault(sig, len(first_seen))
+        if outcome.signatures:
+            raised = min(outcome.signatures, key=first_seen.__getitem__)
+            raised_with[raised] = case
+            raise _divergence_type(raised)(raised)
 
     try:
-        smallest = find(
-            strategy,
-            shows,
-            settings=settings(
-                max_examples=budget, database=None, deadline=None, suppress_health_check=list(HealthCheck)
-            ),
-            random=random.Random(seed),
-        )
-    except (NoSuchExample, Unsatisfiable):
-        return None
-    case_id = f"case-{abs(hash(signature)) % 10**10:010d}"
-    save_case(out / "cases" / f"{case_id}.json", smallest, signature=signature, targets=(a.name, b.name))
-    return case_id
+        shrink()
+    except (DivergenceFound, BaseExceptionGroup):
+        pass
+    return raised_with
+
+
+class DivergenceFound(Exception):
+    """Raised inside the Hypothesis test for a case that shows a difference (one subclass per
+    signature)."""
+
+
+_TYPES: dict[str, type] = {}
+
+
+def _divergence_type(sig: str) -> type:
+    if sig not in _TYPES:
+        _TYPES[sig] = type(f"Divergence{len(_TYPES)}", (DivergenceFound,), {"signature": sig})
+    return _TYPES[sig]
+
+
+def _count(result: CampaignResult, outcome: CaseResult) -> None:
+    result.cases += 1
+    result.skipped_operations += len(outcome.skipped)
+    for divergence in outcome.divergences:
+        d = divergence.difference
+        found = result.found.get(divergence.signature)
+        if found is None:
+            api_key = outcome.ops[divergence.op_index].api_key
+            version = int(divergence.signature.split("/")[1][1:])
+            found = result.found[divergence.signature] = Found(
+                divergence.signature,
+                api_key,
+                version,
+                d.generic_path,
+                d.kind,
+                number=len(result.found),
+                example={"a": _short(d.a), "b": _short(d.b), "case": outcome.case_id},
+            )
+        found.count += 1
 
 
 def _short(value):
@@ -270,9 +305,10 @@ def _short(value):
     return value if len(text) <= 300 else text[:300] + "..."
 
 
-def save_case(path: Path, case: list, *, signature: str | None = None, targets=()) -> None:
+def save_case(path: Path, case: list, *, signature: str | None = None, targets=(), shrunk=True) -> None:
     data = {
         "signature": signature,
+        "shrunk": shrunk,
         "targets": list(targets),
         "operations": [{"op": type(op).__name__, **dataclasses.asdict(op)} for op in case],
     }

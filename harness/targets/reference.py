@@ -32,11 +32,13 @@ class ReferenceTarget(Target):
         *,
         data_dir: str | Path | None = None,
         overrides: dict[str, str] | None = None,
+        planted: tuple[str, ...] = (),
     ) -> None:
         super().__init__(name)
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self._owned_dir: Path | None = None
         self.overrides = dict(overrides or {})
+        self.planted = tuple(planted)  # test-only misbehaviour (reference_broker/planted.py)
         self.node = None
 
     def start(self) -> None:
@@ -46,7 +48,8 @@ class ReferenceTarget(Target):
         if directory is None:
             self._owned_dir = directory = Path(tempfile.mkdtemp(prefix="kconform-reference-"))
         try:
-            self.node = start_broker_process(directory, overrides=self.overrides)
+            env = {"KCONFORM_PLANTED_BUGS": ",".join(self.planted)} if self.planted else None
+            self.node = start_broker_process(directory, overrides=self.overrides, env=env)
         except RuntimeError as exc:
             raise TargetError(f"the reference broker did not start: {exc}") from exc
 

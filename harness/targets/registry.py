@@ -3,7 +3,9 @@
 - ``reference``, ``reference:3`` (nodes, once replication lands)
 - ``rdkafka-mock``, ``rdkafka-mock:3`` (brokers)
 - ``docker``, ``docker:4.0``, ``docker:3.9:3`` (Apache Kafka image version, brokers)
-- ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``"""
+- ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``
+
+Options follow an ``@``: ``reference@planted=list-offsets-latest-off-by-one`` (a test-only planted bug)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,16 @@ TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "bootstrap")
 
 
 def make_target(spec: str) -> Target:
-    kind, _, rest = spec.partition(":")
+    base, _, option_text = spec.partition("@")
+    options = dict(item.partition("=")[::2] for item in option_text.split(",") if item)
+    kind, _, rest = base.partition(":")
     if kind == "reference":
         from .reference import ReferenceTarget
 
-        return ReferenceTarget(spec)
+        planted = tuple(p for p in options.pop("planted", "").split("+") if p)
+        _no_more(options, spec)
+        return ReferenceTarget(spec, planted=planted)
+    _no_more(options, spec)
     if kind == "rdkafka-mock":
         from .mock import RdkafkaMockTarget
 
@@ -41,6 +48,11 @@ def make_target(spec: str) -> Target:
         f"unknown target {spec!r}: use one of {', '.join(TARGET_KINDS)} (e.g. rdkafka-mock:3, docker:4.0, "
         "bootstrap:localhost:9092)"
     )
+
+
+def _no_more(options: dict, spec: str) -> None:
+    if options:
+        raise TargetError(f"target {spec!r}: unknown option(s) {', '.join(options)}")
 
 
 def _count(text: str, spec: str) -> int:

@@ -15,11 +15,13 @@ from collections import Counter
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import ListOffsetsResponse
 
+from .. import planted
 from ..partition import PartitionError
 from . import handles
 
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 CONSUMER_REPLICA_ID = -1
+LATEST = -1
 
 
 @handles(2)
@@ -48,6 +50,8 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
                             current_leader_epoch=p.current_leader_epoch if version >= 4 else -1,
                             from_consumer=request.replica_id == CONSUMER_REPLICA_ID,
                         )
+                        if p.timestamp == LATEST and planted.active("list-offsets-latest-off-by-one"):
+                            offset += 1
                         out.offset, out.timestamp = offset, timestamp
                         out.leader_epoch = epoch if version >= 4 else -1
                 except PartitionError as exc:
