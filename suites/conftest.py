@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["kconform.harness.pytest_plugin"]  # --kafka-target, --kafka-target-b, --kconform-traces
+
 settings.register_profile(
     "kconform",
     deadline=None,  # shared CI machines stall; hangs are caught by explicit timeouts instead

@@ -1,0 +1,145 @@
+"""Kafka's promises about producing and reading, checked on whatever ``--kafka-target`` names (our
+reference broker by default; an Apache Kafka container, librdkafka's mock cluster or any broker at a
+bootstrap address otherwise). Every check goes through the reference client."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from kconform.codecs.messages import FetchRequest, ListOffsetsRequest
+from kconform.harness.client.errors import BrokerError
+from kconform.harness.client.network import NetworkClient
+from kconform.harness.client.producer import Producer
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+async def _fetch_all(bootstrap: str, topic: str, partition: int, offset: int = 0) -> list:
+    from kconform.codecs.records import iter_batches
+
+    client = NetworkClient(bootstrap)
+    try:
+        await client.wait_for_topic(topic, 10)
+        leader = client.metadata.leader_for(topic, partition)
+        conn = await client.connection(leader)
+        version = conn.version_for(1, cap=12)
+        part = FetchRequest.FetchPartition(
+            partition=partition,
+            fetch_offset=offset,
+            partition_max_bytes=1 << 20,
+            current_leader_epoch=-1,
+            log_start_offset=-1,
+        )
+        request = FetchRequest(
+            replica_id=-1,
+            max_wait_ms=100,
+            min_bytes=0,
+            max_bytes=1 << 22,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(topic=topic, partitions=[part])],
+        )
+        response = await conn.send(1, request, version=version)
+        data = response.responses[0].partitions[0]
+        if data.error_code:
+            raise BrokerError(data.error_code, "fetch")
+        return [
+            r
+            for batch in iter_batches(bytes(data.records or b""))
+            if not batch.is_control
+            for r in batch.records
+        ]
+    finally:
+        await client.close()
+
+
+async def _list_offset(bootstrap: str, topic: str, partition: int, timestamp: int) -> int:
+    client = NetworkClient(bootstrap)
+    try:
+        await client.wait_for_topic(topic, 10)
+        conn = await client.connection(client.metadata.leader_for(topic, partition))
+        part = ListOffsetsRequest.ListOffsetsPartition(
+            partition_index=partition, timestamp=timestamp, current_leader_epoch=-1, max_num_offsets=1
+        )
+        request = ListOffsetsRequest(
+            replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[part])]
+        )
+        response = await conn.send(2, request, version=conn.version_for(2, floor=1))
+        answer = response.topics[0].partitions[0]
+        if answer.error_code:
+            raise BrokerError(answer.error_code, "list offsets")
+        return answer.offset
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_acknowledged_records_are_read_back_at_their_offsets(kafka_target, acks):
+    topic = _topic("conf-rt")
+    kafka_target.create_topic(topic, 2)
+
+    async def scenario():
+        config = {"bootstrap.servers": kafka_target.bootstrap, "acks": acks, "linger.ms": 1}
+        async with Producer(config) as producer:
+            futures = [
+                await producer.send(topic, b"value-%d" % i, key=b"k%d" % i, partition=i % 2)
+                for i in range(50)
+            ]
+            acknowledged = [await f for f in futures]
+        read = {p: await _fetch_all(kafka_target.bootstrap, topic, p) for p in (0, 1)}
+        return acknowledged, read
+
+    acknowledged, read = asyncio.run(scenario())
+    for i, metadata in enumerate(acknowledged):
+        record = read[metadata.partition][metadata.offset]
+        assert (record.offset, bytes(record.value), bytes(record.key)) == (
+            metadata.offset,
+            b"value-%d" % i,
+            b"k%d" % i,
+        )
+    assert [r.offset for r in read[0]] == list(range(25))  # offsets are dense from 0
+
+
+def test_list_offsets_earliest_and_latest_bracket_the_log(kafka_target):
+    topic = _topic("conf-lo")
+    kafka_target.create_topic(topic, 1)
+
+    async def scenario():
+        empty = (
+            await _list_offset(kafka_target.bootstrap, topic, 0, -2),
+            await _list_offset(kafka_target.bootstrap, topic, 0, -1),
+        )
+        async with Producer({"bootstrap.servers": kafka_target.bootstrap}) as producer:
+            for i in range(7):
+                await producer.send_and_wait(topic, b"%d" % i, partition=0)
+        full = (
+            await _list_offset(kafka_target.bootstrap, topic, 0, -2),
+            await _list_offset(kafka_target.bootstrap, topic, 0, -1),
+        )
+        return empty, full
+
+    empty, full = asyncio.run(scenario())
+    assert empty == (0, 0)
+    assert full == (0, 7)  # latest is the next offset to be written (the high watermark)
+
+
+def test_an_idempotent_producer_never_writes_a_record_twice(kafka_target):
+    topic = _topic("conf-idem")
+    kafka_target.create_topic(topic, 1)
+
+    async def scenario():
+        config = {"bootstrap.servers": kafka_target.bootstrap, "enable.idempotence": True, "linger.ms": 2}
+        async with Producer(config) as producer:
+            futures = [await producer.send(topic, b"%d" % i, partition=0) for i in range(200)]
+            offsets = [(await f).offset for f in futures]
+        return offsets, await _fetch_all(kafka_target.bootstrap, topic, 0)
+
+    offsets, read = asyncio.run(scenario())
+    assert offsets == list(range(200))
+    assert [bytes(r.value) for r in read] == [b"%d" % i for i in range(200)]
