@@ -128,6 +128,7 @@ class CampaignResult:
     skipped_pairs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     skipped_operations: int = 0
     shrink_operations: int = 0
+    crashes: list = dataclasses.field(default_factory=list)  # (target, api key, version, last words)
     found: dict[str, Found] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
 
@@ -141,6 +142,9 @@ class CampaignResult:
             "pairs_compared": self.pairs_compared,
             "skipped_operations": self.skipped_operations,
             "shrink_operations": self.shrink_operations,
+            "crashes": [
+                {"target": t, "api_key": k, "api_version": v, "message": m} for t, k, v, m in self.crashes
+            ],
             "skipped_api_versions": [{"api_key": k, "api_version": v} for k, v in self.skipped_pairs],
             "differences_by_kind": dict(by_kind),
             "seconds": round(self.seconds, 2),
@@ -223,6 +227,7 @@ def run_campaign(
                 case = raised_with.get(sig, first_cases[sig])
                 save_case(path, case, signature=sig, targets=(a.name, b.name), shrunk=found.shrunk)
         result.shrink_operations = engine.pairs_compared - result.pairs_compared
+        result.crashes = list(engine.crashes)
         loop.run_until_complete(engine.close())
     loop.close()
     result.seconds = time.monotonic() - started

@@ -15,7 +15,7 @@ from kconform.codecs import DecodeError, EncodeError, api_schema, encode_request
 from kconform.codecs.framing import decode_response_lenient
 
 from ..client.network import parse_bootstrap
-from ..client.raw import Fate, RawClient
+from ..client.raw import Fate, RawClient, UnexpectedReply
 from ..targets.base import Target, common_versions
 from ..traces import TraceRow, TraceWriter
 from .compare import Difference, diff_trees, signature
@@ -26,6 +26,7 @@ from .tree import to_tree
 __all__ = ["CaseResult", "DiffEngine", "Exchange"]
 
 _REPLY_TIMEOUT = 10.0
+_API_VERSIONS = 18
 
 
 @dataclass(slots=True)
@@ -91,6 +92,7 @@ class DiffEngine:
         self.shared, self.skipped_pairs = common_versions(a.api_versions(), b.api_versions())
         self._links = (_Link(a), _Link(b))
         self.operations_run = 0
+        self.crashes: list[tuple[str, int, int, str]] = []  # (target, api key, version, its last words)
         self.pairs_compared = 0
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
@@ -137,14 +139,27 @@ class DiffEngine:
         return result
 
     async def _exchange(self, link: _Link, op: Operation, version: int, body) -> Exchange:
+        try:
+            exchange = await self._exchange_once(link, op, version, body)
+        except (OSError, TimeoutError):  # could not even connect
+            exchange = Exchange(link.target.name, op.api_key, version, "closed", None)
+        if exchange.fate in ("closed", "timeout", "undecodable", "answered") and not link.target.alive():
+            # The target died on this request: that is the outcome. Bring it back for the next one.
+            exchange.fate = "crashed"
+            exchange.notes["crash"] = link.target.crash_report()
+            self.crashes.append((link.target.name, op.api_key, version, exchange.notes["crash"]))
+            await link.close()
+            link.target.restart()
+        return exchange
+
+    async def _exchange_once(self, link: _Link, op: Operation, version: int, body) -> Exchange:
         client = await link.client_for()
         frame_size = len(encode_request(op.api_key, version, 0, client.client_id, body)) + 4
         started = time.perf_counter()
         if not op.expects_response:
             correlation_id = await client.send(op.api_key, version, body, expect_response=False)
-            return Exchange(
-                link.target.name, op.api_key, version, "no_response", None, correlation_id, frame_size
-            )
+            fate = await self._probe(link, client)
+            return Exchange(link.target.name, op.api_key, version, fate, None, correlation_id, frame_size)
         payload = body.encode(version)
         await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
         try:
@@ -200,6 +215,22 @@ class DiffEngine:
             _error_codes(tree),
         )
 
+    async def _probe(self, link: _Link, client: RawClient) -> str:
+        """After a request that must get no answer (Produce with acks=0), what did the target do? An
+        ApiVersions v0 probe tells, in order: its own answer ("no_response", as Kafka), an answer to
+        the earlier request first ("answered"), or a closed connection ("closed", what Kafka does when
+        an acks=0 produce fails)."""
+        await client.send_raw(_API_VERSIONS, 0, b"")
+        try:
+            reply = await client.receive(_REPLY_TIMEOUT)
+        except UnexpectedReply:
+            await link.close()
+            return "answered"
+        if not reply.answered:
+            await link.close()
+            return str(reply.fate)
+        return "no_response"
+
     def _trace(self, case_id, op, ctx, pair, found, name, version) -> None:
         if self.traces is None:
             return
@@ -209,7 +240,7 @@ class DiffEngine:
                 outcome = "diverge"
             elif exchange.fate in ("timeout",):
                 outcome = "timeout"
-            elif exchange.fate in ("closed", "undecodable"):
+            elif exchange.fate in ("closed", "undecodable", "crashed"):
                 outcome = "closed"
             elif any(exchange.error_codes):
                 outcome = "error"

@@ -103,7 +103,13 @@ class Produce(Operation):
             Record(i, BASE_TIMESTAMP + i, b"k%d" % i if self.keyed else None, value)
             for i, value in enumerate(self.values)
         ]
-        data = ProduceRequest.PartitionProduceData(index=self.partition, records=encode_batch(records))
+        # The record format each version carries, as a real client sends it: Produce v0-1 take magic 0,
+        # v2 magic 1, v3+ magic 2 (ProduceRequest.requiredMagicForVersion).
+        magic = 0 if version < 2 else 1 if version == 2 else 2
+        if magic == 0:
+            records = [Record(r.offset, -1, r.key, r.value) for r in records]
+        batch = encode_batch(records, magic=magic)
+        data = ProduceRequest.PartitionProduceData(index=self.partition, records=batch)
         topic = ProduceRequest.TopicProduceData(name=ctx.topic(self.topic), partition_data=[data])
         return ProduceRequest(acks=self.acks, timeout_ms=5_000, topic_data=[topic])
 

@@ -67,6 +67,18 @@ class Target(abc.ABC):
     def faults(self) -> FaultHooks | None:
         return None
 
+    def alive(self) -> bool:
+        """False once a target kconform started has died (a crash is an outcome, not an error)."""
+        return True
+
+    def crash_report(self) -> str:
+        return ""
+
+    def restart(self) -> None:
+        self.stop()
+        self._versions = None
+        self.start()
+
     def describe(self) -> dict[str, Any]:
         """What the target is, for run metadata and reports."""
         return {"kind": self.kind, "name": self.name, "bootstrap": self.bootstrap}

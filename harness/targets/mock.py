@@ -1,7 +1,11 @@
-"""The ``rdkafka-mock`` target: librdkafka's mock cluster (see rdkafka_mock.py), with its own fault
-hooks."""
+"""The ``rdkafka-mock`` target: librdkafka's mock cluster (see rdkafka_mock.py) in a child process, with
+its own fault hooks."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
 
 from .base import FaultHooks, Target, TargetError
 
@@ -12,52 +16,88 @@ class _MockFaults(FaultHooks):
     def __init__(self, target: RdkafkaMockTarget) -> None:
         self._target = target
 
-    @property
-    def _cluster(self):
-        return self._target.cluster
-
     def broker_down(self, node_id: int) -> None:
-        self._cluster.set_broker_down(node_id)
+        self._target.command("set_broker_down", node_id)
 
     def broker_up(self, node_id: int) -> None:
-        self._cluster.set_broker_up(node_id)
+        self._target.command("set_broker_up", node_id)
 
     def set_rtt(self, node_id: int, rtt_ms: int) -> None:
-        self._cluster.set_rtt(node_id, rtt_ms)
+        self._target.command("set_rtt", node_id, rtt_ms)
 
     def push_request_errors(self, api_key: int, errors: list[int]) -> None:
-        self._cluster.push_request_errors(api_key, errors)
+        self._target.command("push_request_errors", api_key, list(errors))
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
-        self._cluster.set_partition_leader(topic, partition, node_id)
+        self._target.command("set_partition_leader", topic, partition, node_id)
 
 
 class RdkafkaMockTarget(Target):
+    """The mock cluster, run in a child process (see mock_process.py) so that a request that crashes
+    librdkafka is a finding, not the end of the run."""
+
     kind = "rdkafka-mock"
 
     def __init__(self, name: str | None = None, *, brokers: int = 1) -> None:
         super().__init__(name)
         self.brokers = brokers
-        self.cluster = None
+        self._process: subprocess.Popen | None = None
+        self._bootstrap: str | None = None
+        self.crashes = 0
 
     def start(self) -> None:
-        from .rdkafka_mock import RdkafkaMockCluster
-
+        args = [sys.executable, "-m", "kconform.harness.targets.mock_process", str(self.brokers)]
+        self._process = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        line = self._process.stdout.readline()
         try:
-            self.cluster = RdkafkaMockCluster(self.brokers)
-        except (RuntimeError, OSError) as exc:
-            raise TargetError(f"librdkafka's mock cluster did not start: {exc}") from exc
+            self._bootstrap = json.loads(line)["bootstrap"]
+        except (ValueError, KeyError):
+            error = self._process.stderr.read() if self._process.poll() is not None else line
+            self.stop()
+            raise TargetError(f"librdkafka's mock cluster did not start: {error.strip()[-500:]}") from None
 
     def stop(self) -> None:
-        if self.cluster is not None:
-            self.cluster.close()
-            self.cluster = None
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            process.stdin.close()
+            process.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def crash_report(self) -> str:
+        """What the mock printed before it died (librdkafka's assertion message)."""
+        if self._process is None or self._process.poll() is None:
+            return ""
+        return self._process.stderr.read().strip()[-500:]
+
+    def restart(self) -> None:
+        self.crashes += 1
+        self.stop()
+        self._versions = None
+        self.start()
+
+    def command(self, op: str, *args) -> None:
+        if not self.alive():
+            raise TargetError("the rdkafka-mock target is not running")
+        self._process.stdin.write(json.dumps({"op": op, "args": list(args)}) + "\n")
+        self._process.stdin.flush()
+        reply = json.loads(self._process.stdout.readline() or '{"error": "the mock process ended"}')
+        if "error" in reply:
+            raise TargetError(f"rdkafka-mock {op}: {reply['error']}")
 
     @property
     def bootstrap(self) -> str:
-        if self.cluster is None:
+        if self._bootstrap is None:
             raise TargetError("the rdkafka-mock target is not started")
-        return self.cluster.bootstrap
+        return self._bootstrap
 
     @property
     def faults(self) -> FaultHooks:
@@ -67,7 +107,7 @@ class RdkafkaMockTarget(Target):
         if configs:
             super().create_topic(name, partitions, replication_factor, configs)
         else:
-            self.cluster.create_topic(name, partitions, min(replication_factor, self.brokers))
+            self.command("create_topic", name, partitions, min(replication_factor, self.brokers))
 
     def describe(self) -> dict:
         return {**super().describe(), "brokers": self.brokers}

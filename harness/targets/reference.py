@@ -63,6 +63,18 @@ class ReferenceTarget(Target):
             shutil.rmtree(self._owned_dir, ignore_errors=True)
             self._owned_dir = None
 
+    def alive(self) -> bool:
+        return self.node is not None and self.node.alive()
+
+    def crash_report(self) -> str:
+        return "\n".join(self.node.output[-20:]) if self.node is not None else ""
+
+    def restart(self) -> None:
+        if self.node is not None and not self.node.alive():
+            self.node.stop()  # reaps the process; its data directory is kept and recovered on start
+            self.node = None
+        super().restart()
+
     @property
     def bootstrap(self) -> str:
         if self.node is None:
