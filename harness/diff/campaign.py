@@ -157,6 +157,7 @@ class CampaignResult:
                     "kind": f.kind,
                     "count": f.count,
                     "case_id": f.case_id,
+                    "shrunk": f.shrunk,
                     "example": f.example,
                 }
                 for f in sorted(self.found.values(), key=lambda f: f.signature)

@@ -38,11 +38,16 @@ def mock():
 
 def consume_all(bootstrap: str, topic: str, expected: int, *, isolation="read_uncommitted", timeout=30.0):
     """Every record of ``topic`` as (partition, offset, key, value, headers), read by librdkafka."""
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"check-{topic}-{isolation}",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": isolation,
-        "enable.partition.eof": True,
-    })
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{topic}-{isolation}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.subscribe([topic])
     out = []
     loop = asyncio.new_event_loop()
@@ -82,11 +87,18 @@ def test_round_trip_every_acks_and_codec_on_the_reference_broker(broker, acks, c
     sent = [(f"k{i % 7}".encode(), f"value-{i}".encode() * (i % 5 + 1)) for i in range(300)]
 
     async def produce():
-        config = {"bootstrap.servers": broker.bootstrap, "acks": acks, "compression.type": codec,
-                  "linger.ms": 2, "batch.size": 2000}
+        config = {
+            "bootstrap.servers": broker.bootstrap,
+            "acks": acks,
+            "compression.type": codec,
+            "linger.ms": 2,
+            "batch.size": 2000,
+        }
         async with Producer(config) as producer:
-            futures = [await producer.send(topic, v, key=k, headers=[("n", b"%d" % i)])
-                       for i, (k, v) in enumerate(sent)]
+            futures = [
+                await producer.send(topic, v, key=k, headers=[("n", b"%d" % i)])
+                for i, (k, v) in enumerate(sent)
+            ]
             return [await f for f in futures]
 
     metadata = run(produce())
@@ -99,6 +111,7 @@ def test_round_trip_every_acks_and_codec_on_the_reference_broker(broker, acks, c
         assert order == sorted(order)  # send order kept within each partition
     for md, (key, _) in zip(metadata, sent, strict=True):
         from kconform.harness.client.partitioner import partition_for_key
+
         assert md.partition == partition_for_key(key, 3)
         assert md.offset == (-1 if acks == "0" else md.offset) and (acks == "0" or md.offset >= 0)
     if acks != "0":  # the acknowledged offsets are where the records are
@@ -152,8 +165,11 @@ def test_idempotent_producer_gets_a_producer_id_and_stamps_sequences(broker):
 
 
 RETRIABLE = [
-    Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT, Errors.NOT_ENOUGH_REPLICAS,
-    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, Errors.LEADER_NOT_AVAILABLE,
+    Errors.NOT_LEADER_OR_FOLLOWER,
+    Errors.REQUEST_TIMED_OUT,
+    Errors.NOT_ENOUGH_REPLICAS,
+    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    Errors.LEADER_NOT_AVAILABLE,
 ]
 
 
@@ -178,8 +194,12 @@ def test_retries_keep_every_record_exactly_once_in_send_order(mock):
 
     async def produce():
         config = {
-            "bootstrap.servers": mock.bootstrap, "max.in.flight.requests.per.connection": 5,
-            "linger.ms": 0, "batch.size": 300, "retry.backoff.ms": 20, "transactional.id": "retries",
+            "bootstrap.servers": mock.bootstrap,
+            "max.in.flight.requests.per.connection": 5,
+            "linger.ms": 0,
+            "batch.size": 300,
+            "retry.backoff.ms": 20,
+            "transactional.id": "retries",
         }
         async with Producer(config) as producer:
             await producer.init_transactions()
@@ -230,12 +250,17 @@ def test_the_mock_cluster_does_not_check_sequences_of_plain_idempotent_producers
             answers = []
             for sequence, count in [(0, 2), (0, 2), (7, 1)]:  # first write, its resend, a gap
                 batch = encode_batch(
-                    [Record(i, 1, None, b"v") for i in range(count)], producer_id=ids.producer_id,
-                    producer_epoch=ids.producer_epoch, base_sequence=sequence,
+                    [Record(i, 1, None, b"v") for i in range(count)],
+                    producer_id=ids.producer_id,
+                    producer_epoch=ids.producer_epoch,
+                    base_sequence=sequence,
                 )
                 data = ProduceRequest.PartitionProduceData(index=0, records=batch)
-                request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
-                    ProduceRequest.TopicProduceData(name="seq", partition_data=[data])])
+                request = ProduceRequest(
+                    acks=-1,
+                    timeout_ms=5000,
+                    topic_data=[ProduceRequest.TopicProduceData(name="seq", partition_data=[data])],
+                )
                 part = (await conn.send(0, request)).responses[0].partition_responses[0]
                 answers.append((part.error_code, part.base_offset))
             return answers
@@ -252,10 +277,15 @@ def test_timed_out_requests_resent_to_a_frozen_broker_are_not_duplicated(tmp_pat
     node = start_broker_process(tmp_path / "frozen", overrides={"num.partitions": "2"})
     sent = collections.defaultdict(list)
     try:
+
         async def produce():
             config = {
-                "bootstrap.servers": node.bootstrap, "linger.ms": 1, "batch.size": 300,
-                "request.timeout.ms": 500, "retry.backoff.ms": 20, "delivery.timeout.ms": 60_000,
+                "bootstrap.servers": node.bootstrap,
+                "linger.ms": 1,
+                "batch.size": 300,
+                "request.timeout.ms": 500,
+                "retry.backoff.ms": 20,
+                "delivery.timeout.ms": 60_000,
                 "socket.connection.setup.timeout.ms": 500,
             }
             async with Producer(config) as producer:
@@ -350,11 +380,13 @@ def test_callbacks_and_interceptors_see_every_outcome(broker):
 
     async def produce():
         config = {"bootstrap.servers": broker.bootstrap}
-        async with Producer(config, interceptors=[Tagging()],
-                            value_serializer=lambda _t, v: v.encode()) as producer:
+        async with Producer(
+            config, interceptors=[Tagging()], value_serializer=lambda _t, v: v.encode()
+        ) as producer:
             for i in range(5):
-                await producer.send("cb", f"v{i}", partition=0,
-                                    callback=lambda md, exc: seen.append((md.offset, exc)))
+                await producer.send(
+                    "cb", f"v{i}", partition=0, callback=lambda md, exc: seen.append((md.offset, exc))
+                )
             await producer.flush()
 
     run(produce())
@@ -388,7 +420,8 @@ def test_a_batch_the_broker_finds_too_large_is_split_and_every_offset_is_right(b
         client = NetworkClient(broker.bootstrap)
         config = CreateTopicsRequest.CreatableTopicConfig(name="max.message.bytes", value="3000")
         topic = CreateTopicsRequest.CreatableTopic(
-            name="small", num_partitions=1, replication_factor=1, configs=[config])
+            name="small", num_partitions=1, replication_factor=1, configs=[config]
+        )
         created = await client.send_any(19, CreateTopicsRequest(topics=[topic], timeout_ms=10_000))
         assert created.topics[0].error_code == 0
         await client.close()
@@ -411,10 +444,14 @@ def test_send_blocks_on_a_full_buffer_and_gives_up_after_max_block_ms(tmp_path):
 
     node = start_broker_process(tmp_path / "full")
     try:
+
         async def produce():
             config = {
-                "bootstrap.servers": node.bootstrap, "buffer.memory": 8_000, "batch.size": 1_000,
-                "max.block.ms": 300, "linger.ms": 0,
+                "bootstrap.servers": node.bootstrap,
+                "buffer.memory": 8_000,
+                "batch.size": 1_000,
+                "max.block.ms": 300,
+                "linger.ms": 0,
             }
             async with Producer(config) as producer:
                 await producer.send_and_wait("full", b"warm-up", partition=0)

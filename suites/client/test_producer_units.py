@@ -23,8 +23,14 @@ from kconform.harness.client.transaction_manager import (
 
 def _accumulator(loop, **kw) -> RecordAccumulator:
     settings = dict(
-        batch_size=1000, linger_ms=10, compression=Compression.NONE, compression_level=None,
-        delivery_timeout_ms=1000, retry_backoff_ms=100, buffer_memory=10_000, loop=loop,
+        batch_size=1000,
+        linger_ms=10,
+        compression=Compression.NONE,
+        compression_level=None,
+        delivery_timeout_ms=1000,
+        retry_backoff_ms=100,
+        buffer_memory=10_000,
+        loop=loop,
     )
     settings.update(kw)
     return RecordAccumulator(**settings)
@@ -140,7 +146,11 @@ def test_expired_batches_leave_their_queues():
 )
 def test_produce_outcome(code, idempotent, next_in_flight, attempts, expired, outcome):
     decision = produce_outcome(
-        code, attempts=attempts, retries=5, delivery_expired=expired, idempotent=idempotent,
+        code,
+        attempts=attempts,
+        retries=5,
+        delivery_expired=expired,
+        idempotent=idempotent,
         next_in_flight=next_in_flight,
     )
     assert decision.outcome is outcome
@@ -148,11 +158,19 @@ def test_produce_outcome(code, idempotent, next_in_flight, attempts, expired, ou
 
 def test_invalid_metadata_errors_ask_for_a_metadata_refresh():
     assert produce_outcome(
-        Errors.NOT_LEADER_OR_FOLLOWER, attempts=0, retries=5, delivery_expired=False, idempotent=False,
+        Errors.NOT_LEADER_OR_FOLLOWER,
+        attempts=0,
+        retries=5,
+        delivery_expired=False,
+        idempotent=False,
         next_in_flight=False,
     ).refresh_metadata
     assert not produce_outcome(
-        Errors.NOT_ENOUGH_REPLICAS, attempts=0, retries=5, delivery_expired=False, idempotent=False,
+        Errors.NOT_ENOUGH_REPLICAS,
+        attempts=0,
+        retries=5,
+        delivery_expired=False,
+        idempotent=False,
         next_in_flight=False,
     ).refresh_metadata
 

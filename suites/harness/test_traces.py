@@ -16,9 +16,19 @@ from kconform.harness.traces import SCHEMA, SCHEMA_VERSION, TraceRow, TraceWrite
 
 def _row(i: int, case: str = "c") -> TraceRow:
     return TraceRow(
-        target="reference", api_key=3, api_version=12, outcome="pass", case_id=f"{case}{i // 10}",
-        api_name="Metadata", correlation_id=i, request_bytes=30, response_bytes=200, latency_us=150,
-        error_codes=[0, 3], topics=["t"], faults=["latency:100ms"],
+        target="reference",
+        api_key=3,
+        api_version=12,
+        outcome="pass",
+        case_id=f"{case}{i // 10}",
+        api_name="Metadata",
+        correlation_id=i,
+        request_bytes=30,
+        response_bytes=200,
+        latency_us=150,
+        error_codes=[0, 3],
+        topics=["t"],
+        faults=["latency:100ms"],
     )
 
 
@@ -84,6 +94,6 @@ def test_traces_survive_sigkill_and_a_resumed_run_continues_them(tmp_path):
     both = read_traces(tmp_path)
     assert both.num_rows > first.num_rows
     assert sorted(both["seq"].to_pylist()) == list(range(both.num_rows))  # no gap, no duplicate
-    assert not list((tmp_path / "traces").glob("*.tmp"))  or True  # leftovers are cleaned on reopen
+    assert not list((tmp_path / "traces").glob("*.tmp")) or True  # leftovers are cleaned on reopen
     TraceWriter(tmp_path, "run-k")
     assert not list((tmp_path / "traces").glob("*.tmp"))
