@@ -49,13 +49,14 @@ def _start(stack: ExitStack, spec: str):
 @click.option("--seed", default=0, show_default=True, help="the same seed draws the same cases")
 @click.option("--apis", default=None, help="only these APIs (names or keys, comma-separated)")
 @click.option("--no-shrink", is_flag=True, help="report differences without shrinking them")
+@click.option("--resume", is_flag=True, help="continue the run in --out (its traces and run id)")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="run directory (default: ./kconform-runs/diff-<time>)",
 )
-def diff(a_spec, b_spec, examples, seed, apis, no_shrink, out) -> None:
+def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
     """Run generated operation sequences on two targets and report every difference."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -83,7 +84,15 @@ def diff(a_spec, b_spec, examples, seed, apis, no_shrink, out) -> None:
                 progress.update(task, completed=min(done, total), found=found)
 
             result = run_campaign(
-                a, b, out, examples=examples, seed=seed, apis=wanted, shrink=not no_shrink, progress=advance
+                a,
+                b,
+                out,
+                examples=examples,
+                seed=seed,
+                apis=wanted,
+                shrink=not no_shrink,
+                resume=resume,
+                progress=advance,
             )
     table = Table(
         title=f"{a.name} vs {b.name}: {result.cases} cases, {result.operations} operations, "

@@ -40,3 +40,13 @@ def client_bench(records: int, partitions: int, bootstrap: str | None, as_json: 
     from .client_bench import run
 
     run(records=records, partitions=partitions, bootstrap=bootstrap, as_json=as_json)
+
+
+@bench.command("diff")
+@click.option("--examples", default=300, show_default=True, help="generated cases to run")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
+def diff_bench(examples: int, as_json: bool) -> None:
+    """Operations per second of a reference-vs-reference campaign, and the harness's share of the time."""
+    from .diff_bench import run
+
+    run(examples=examples, as_json=as_json)

@@ -165,8 +165,8 @@ class CampaignResult:
         }
 
 
-def _case_id(run_id: str, n: int) -> str:
-    return f"{run_id[:6]}c{n}"
+def _case_id(run_id: str, segment: int, n: int) -> str:
+    return f"{run_id[:6]}s{segment}c{n}"
 
 
 def run_campaign(
@@ -179,13 +179,33 @@ def run_campaign(
     apis: set[int] | None = None,
     shrink: bool = True,
     run_id: str | None = None,
+    resume: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> CampaignResult:
     """Run ``examples`` generated cases on ``a`` and ``b`` (started), write traces, cases and
-    ``summary.json`` under ``out``."""
+    ``summary.json`` under ``out``. With ``resume``, a run directory left by an earlier (perhaps
+    killed) run is continued: same run id, its traces appended to, new cases drawn."""
     out = Path(out)
     (out / "cases").mkdir(parents=True, exist_ok=True)
+    segment = 0
+    run_file = out / "run.json"
+    if resume and run_file.exists():
+        earlier = json.loads(run_file.read_text())
+        run_id, segment = earlier["run_id"], earlier["segments"]
+        seed = earlier["seed"] + segment * 1_000_003  # new cases, not the ones already run
     run_id = run_id or uuid.uuid4().hex[:12]
+    run_file.write_text(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "targets": [a.describe(), b.describe()],
+                "seed": seed,
+                "segments": segment + 1,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     result = CampaignResult(run_id, (a.name, b.name))
     loop = asyncio.new_event_loop()
     started = time.monotonic()
@@ -196,7 +216,7 @@ def run_campaign(
         strategy = operation_sequences(apis)
 
         def run(case: list) -> CaseResult:
-            return loop.run_until_complete(engine.run_case(case, _case_id(run_id, next(counter))))
+            return loop.run_until_complete(engine.run_case(case, _case_id(run_id, segment, next(counter))))
 
         first_cases: dict[str, list] = {}  # signature -> the first case that showed it
 

@@ -93,6 +93,7 @@ class DiffEngine:
         self._links = (_Link(a), _Link(b))
         self.operations_run = 0
         self.crashes: list[tuple[str, int, int, str]] = []  # (target, api key, version, its last words)
+        self.waiting_seconds = 0.0  # time spent waiting for the targets' answers
         self.pairs_compared = 0
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
@@ -163,7 +164,7 @@ class DiffEngine:
         payload = body.encode(version)
         await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
         try:
-            reply = await client.receive(_REPLY_TIMEOUT)
+            reply = await self._receive(client)
         except Exception:  # noqa: BLE001 - an answer out of order is an outcome too
             await link.close()
             return Exchange(
@@ -215,6 +216,13 @@ class DiffEngine:
             _error_codes(tree),
         )
 
+    async def _receive(self, client: RawClient):
+        started = time.perf_counter()
+        try:
+            return await client.receive(_REPLY_TIMEOUT)
+        finally:
+            self.waiting_seconds += time.perf_counter() - started
+
     async def _probe(self, link: _Link, client: RawClient) -> str:
         """After a request that must get no answer (Produce with acks=0), what did the target do? An
         ApiVersions v0 probe tells, in order: its own answer ("no_response", as Kafka), an answer to
@@ -222,7 +230,7 @@ class DiffEngine:
         an acks=0 produce fails)."""
         await client.send_raw(_API_VERSIONS, 0, b"")
         try:
-            reply = await client.receive(_REPLY_TIMEOUT)
+            reply = await self._receive(client)
         except UnexpectedReply:
             await link.close()
             return "answered"
