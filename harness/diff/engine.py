@@ -27,6 +27,7 @@ __all__ = ["CaseResult", "DiffEngine", "Exchange"]
 
 _REPLY_TIMEOUT = 10.0
 _API_VERSIONS = 18
+_JOIN_GROUP = 11
 
 
 @dataclass(slots=True)
@@ -115,14 +116,20 @@ class DiffEngine:
                 )
                 continue
             version = op.version(*span)
-            body = op.body(ctx, version)
+            # Most operations build one request for both; a step that carries ids each target gave
+            # out (a member id) builds one per side.
+            per_side = getattr(op, "body_for", None)
+            bodies = (
+                [per_side(side, ctx, version) for side in "ab"] if per_side else [op.body(ctx, version)] * 2
+            )
             try:
-                encode_request(op.api_key, version, 0, None, body)
+                for body in bodies:
+                    encode_request(op.api_key, version, 0, None, body)
             except EncodeError as exc:
                 result.skipped.append((index, f"not expressible at v{version}: {exc}"))
                 continue
             pair = []
-            for link in self._links:
+            for link, body in zip(self._links, bodies, strict=True):
                 pair.append(await self._exchange(link, op, version, body))
             self.operations_run += 1
             self.pairs_compared += 1
@@ -200,6 +207,9 @@ class DiffEngine:
                 latency,
                 notes={"decode_error": str(exc)},
             )
+        notes = {}
+        if op.api_key == _JOIN_GROUP:  # what the next steps of this member must send back, unnormalised
+            notes = {"raw_member_id": decoded.member_id, "raw_generation": decoded.generation_id}
         tree = normalise(op.api_key, to_tree(decoded))
         if rest:  # bytes after the message: Kafka's parsers ignore them, a conformance check does not
             tree["<trailing bytes>"] = len(rest)
@@ -214,6 +224,7 @@ class DiffEngine:
             len(reply.frame) + 4,
             latency,
             _error_codes(tree),
+            notes,
         )
 
     async def _receive(self, client: RawClient):
