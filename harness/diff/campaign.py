@@ -48,6 +48,7 @@ _topic = st.integers(0, 2)
 _partition = st.sampled_from([0, 0, 0, 1, 2, -1, 7])
 _offset = st.sampled_from([0, 0, 1, 2, 5, -1, 1 << 40])
 _pick = st.integers(0, 31)
+_epoch = st.sampled_from([-1, -1, -1, 0, 5])  # none, the current one, one from the future
 _values = st.lists(st.one_of(st.binary(max_size=20), st.none()), min_size=0, max_size=5).map(tuple)
 
 
@@ -62,6 +63,7 @@ def _operation(apis: set[int] | None) -> st.SearchStrategy:
             values=_values,
             keyed=st.booleans(),
             acks=st.sampled_from([-1, -1, 1, 0, 2]),
+            corrupt=st.sampled_from([False] * 7 + [True]),  # a bad CRC now and then
         ),
         st.builds(
             ops.Fetch,
@@ -70,6 +72,7 @@ def _operation(apis: set[int] | None) -> st.SearchStrategy:
             partition=_partition,
             offset=_offset,
             max_bytes=st.sampled_from([1 << 20, 1, 100]),
+            leader_epoch=_epoch,
         ),
         st.builds(
             ops.ListOffsets,
@@ -77,8 +80,14 @@ def _operation(apis: set[int] | None) -> st.SearchStrategy:
             topic=_topic,
             partition=_partition,
             timestamp=st.sampled_from([-1, -2, -3, ops.BASE_TIMESTAMP, ops.BASE_TIMESTAMP + 3, 0]),
+            leader_epoch=_epoch,
         ),
-        st.builds(ops.Metadata, _pick, topic_list=st.lists(_topic, max_size=2).map(tuple)),
+        st.builds(
+            ops.Metadata,
+            _pick,
+            topic_list=st.lists(_topic, max_size=2).map(tuple),
+            all_topics=st.sampled_from([False] * 5 + [True]),
+        ),
         st.builds(ops.DeleteRecords, _pick, topic=_topic, partition=_partition, offset=_offset),
         st.builds(ops.FindCoordinator, _pick, group=st.integers(0, 1)),
         st.builds(
@@ -239,14 +248,13 @@ def run_campaign(
 
         generate()
         result.operations, result.pairs_compared = engine.operations_run, engine.pairs_compared
-        if shrink and result.found:
-            raised_with = _shrink_all(strategy, run, examples, seed)
-            for sig, found in result.found.items():
-                found.shrunk = sig in raised_with
-                found.case_id = f"case-{found.number:03d}"
-                path = out / "cases" / f"{found.case_id}.json"
-                case = raised_with.get(sig, first_cases[sig])
-                save_case(path, case, signature=sig, targets=(a.name, b.name), shrunk=found.shrunk)
+        raised_with = _shrink_all(strategy, run, examples, seed) if shrink and result.found else {}
+        for sig, found in result.found.items():  # every difference gets a case file, shrunk when asked
+            found.shrunk = sig in raised_with
+            found.case_id = f"case-{found.number:03d}"
+            path = out / "cases" / f"{found.case_id}.json"
+            case = raised_with.get(sig, first_cases[sig])
+            save_case(path, case, signature=sig, targets=(a.name, b.name), shrunk=found.shrunk)
         result.shrink_operations = engine.pairs_compared - result.pairs_compared
         result.crashes = list(engine.crashes)
         loop.run_until_complete(engine.close())

@@ -92,6 +92,7 @@ class Produce(Operation):
     values: tuple[bytes | None, ...] = (b"v",)
     keyed: bool = False
     acks: int = -1
+    corrupt: bool = False  # flip a byte inside the batch after its CRC was computed
     api_key = 0
 
     @property
@@ -109,6 +110,10 @@ class Produce(Operation):
         if magic == 0:
             records = [Record(r.offset, -1, r.key, r.value) for r in records]
         batch = encode_batch(records, magic=magic)
+        if self.corrupt and len(batch) > 30:
+            damaged = bytearray(batch)
+            damaged[-1] ^= 0xFF  # inside the last record (or message): the CRC no longer matches
+            batch = bytes(damaged)
         data = ProduceRequest.PartitionProduceData(index=self.partition, records=batch)
         topic = ProduceRequest.TopicProduceData(name=ctx.topic(self.topic), partition_data=[data])
         return ProduceRequest(acks=self.acks, timeout_ms=5_000, topic_data=[topic])
@@ -123,6 +128,7 @@ class Fetch(Operation):
     partition: int = 0
     offset: int = 0
     max_bytes: int = 1 << 20
+    leader_epoch: int = -1  # the leader epoch the fetcher believes in (v9+); a wrong one is fenced
     api_key = 1
 
     def body(self, ctx, version):
@@ -159,6 +165,7 @@ class ListOffsets(Operation):
     topic: int = 0
     partition: int = 0
     timestamp: int = -1  # -1 latest, -2 earliest, -3 max timestamp, else a time
+    leader_epoch: int = -1  # v4+
     api_key = 2
 
     def body(self, ctx, version):
@@ -178,10 +185,17 @@ class ListOffsets(Operation):
 @dataclass(frozen=True)
 class Metadata(Operation):
     topic_list: tuple[int, ...] = (0,)
+    all_topics: bool = False  # a null topic list (v1+): every topic the broker has
     api_key = 3
+
+    def lists_all(self, version: int) -> bool:
+        """Whether the request asks for every topic (null from v1; an empty list at v0)."""
+        return (self.all_topics and version >= 1) or (version == 0 and not self.topic_list)
 
     def body(self, ctx, version):
         topics = [MetadataRequest.MetadataRequestTopic(name=ctx.topic(t)) for t in self.topic_list]
+        if self.all_topics and version >= 1:
+            topics = None
         # Before v4 a Metadata request always allows auto-creation; the field does not exist.
         return MetadataRequest(topics=topics, allow_auto_topic_creation=version < 4)
 

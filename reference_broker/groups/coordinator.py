@@ -714,6 +714,30 @@ class GroupCoordinator:
         producer's transaction commits."""
         if not group_id:
             return {(t, p): Errors.INVALID_GROUP_ID for t, p, *_ in offsets}
+        # KafkaApis answers partitions the cluster does not have before the coordinator sees the rest
+        # (handleOffsetCommitRequest, handleTxnOffsetCommitRequest: metadataCache.getPartitionInfo).
+        unknown = {
+            (t, p): Errors.UNKNOWN_TOPIC_OR_PARTITION
+            for t, p, *_ in offsets
+            if self.broker.partition(t, p) is None
+        }
+        if unknown:
+            known = [entry for entry in offsets if (entry[0], entry[1]) not in unknown]
+            if not known:
+                return unknown
+            return {
+                **self.commit_offsets(
+                    group_id=group_id,
+                    generation=generation,
+                    member_id=member_id,
+                    instance_id=instance_id,
+                    offsets=known,
+                    api_version=api_version,
+                    producer=producer,
+                    transactional_id=transactional_id,
+                ),
+                **unknown,
+            }
         self.broker.consumer_offsets.ensure()
         transactional = producer is not None
         try:
@@ -730,9 +754,7 @@ class GroupCoordinator:
         results: dict[tuple[str, int], int] = {}
         accepted: list[tuple[tuple[str, int], OffsetCommitValue]] = []
         for topic, partition, offset, leader_epoch, metadata in offsets:
-            if self.broker.topics.get(topic) is None:
-                results[(topic, partition)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            elif metadata is not None and len(metadata.encode()) > limit:
+            if metadata is not None and len(metadata.encode()) > limit:
                 results[(topic, partition)] = Errors.OFFSET_METADATA_TOO_LARGE
             else:
                 value = OffsetCommitValue(offset, leader_epoch, metadata or "", now)

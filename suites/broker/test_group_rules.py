@@ -480,6 +480,21 @@ def test_commit_to_an_unknown_topic_and_with_too_much_metadata(tmp_path):
     assert run(tmp_path, scenario) == (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.OFFSET_METADATA_TOO_LARGE)
 
 
+def test_commit_to_a_partition_the_topic_lacks_is_answered_before_the_group_rules(tmp_path):
+    """KafkaApis.handleOffsetCommitRequest: partitions metadataCache.getPartitionInfo does not know get
+    UNKNOWN_TOPIC_OR_PARTITION, and only the rest reach the coordinator (found by the differential
+    campaign against librdkafka's mock, which does the same)."""
+
+    async def scenario(c: Cluster):
+        simple = await c.commit("g", {0: 1, 5: 1})  # topic t has partitions 0 and 1
+        member = await c.commit("g2", {1: 1, 9: 1}, generation=3, member_id="nobody")
+        return simple, member
+
+    simple, member = run(tmp_path, scenario)
+    assert simple == {0: Errors.NONE, 5: Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert member == {1: Errors.GROUP_ID_NOT_FOUND, 9: Errors.UNKNOWN_TOPIC_OR_PARTITION}  # v9
+
+
 def test_fetch_of_an_unknown_group_gives_no_offset(tmp_path):
     async def scenario(c: Cluster):
         return await c.fetch_offsets("nobody", [0])

@@ -38,7 +38,8 @@ def test_every_known_difference_names_its_evidence():
 
 def test_reference_vs_mock_campaign_finds_only_known_differences(tmp_path):
     with make_target("reference") as reference, make_target("rdkafka-mock") as mock:
-        result = run_campaign(reference, mock, tmp_path, examples=EXAMPLES, seed=SEED)
+        # Shrinking is shown by test_planted_difference; here every difference keeps its first case.
+        result = run_campaign(reference, mock, tmp_path, examples=EXAMPLES, seed=SEED, shrink=False)
     assert result.cases == EXAMPLES and result.pairs_compared > EXAMPLES
     patterns = [entry["signature"] for entry in known_differences()]
     unexplained = [sig for sig in result.found if not any(matches(sig, p) for p in patterns)]
