@@ -1,0 +1,317 @@
+"""The checks, each a pure function of a history, returning findings: the anomaly, the operations that
+show it (the smallest stretch the check can name), and a sentence.
+
+Anomaly names follow Jepsen's Kafka workload where they mean the same thing: lost-write, duplicate,
+inconsistent-offsets, G1a (aborted read), future-read, poll-skip, nonmonotonic-poll, nonmonotonic-send,
+their within-one-operation variants (int-...), unseen, G0 and G1c (dependency cycles between
+transactions). Skips are judged on each partition's *version order* (the values in offset order), not on
+raw offsets, because transaction markers and compaction leave legitimate gaps in offsets."""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from .history import History, Op
+
+__all__ = ["Finding", "ALL_CHECKS"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    anomaly: str
+    ops: tuple[int, ...]  # history indexes that show it
+    detail: str
+
+
+class _Index:
+    """What the history says happened: acknowledged writes, every read, the version order."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.write_ok: dict[object, tuple[tuple, int, Op]] = {}  # value -> (partition, offset, op)
+        self.write_status: dict[object, str] = {}  # value -> ok / fail / info
+        self.writer: dict[object, Op] = {}
+        self.reads: list[tuple[Op, tuple, list[tuple[int, object]]]] = []  # (op, partition, records)
+        self.seen_at: dict[tuple, dict[int, set]] = defaultdict(
+            lambda: defaultdict(set)
+        )  # p -> off -> values
+        self.value_offsets: dict[object, set[tuple[tuple, int]]] = defaultdict(set)
+        self.readers: dict[object, list[Op]] = defaultdict(list)
+        for op in history.ops:
+            if op.type == "invoke":
+                continue
+            for send in op.sends():
+                self.write_status[send.value] = op.type
+                self.writer[send.value] = op
+                if op.type == "ok" and send.offset is not None:
+                    self.write_ok[send.value] = (send.partition, send.offset, op)
+                    self.seen_at[send.partition][send.offset].add(send.value)
+                    self.value_offsets[send.value].add((send.partition, send.offset))
+            if op.type != "ok":
+                continue
+            for poll in op.polls():
+                for partition, records in poll.records.items():
+                    self.reads.append((op, partition, list(records)))
+                    for offset, value in records:
+                        self.seen_at[partition][offset].add(value)
+                        self.value_offsets[value].add((partition, offset))
+                        self.readers[value].append(op)
+        # The version order of each partition: its values by offset (only offsets with one value).
+        self.order: dict[tuple, list[object]] = {}
+        self.position: dict[tuple, dict[object, int]] = {}
+        for partition, offsets in self.seen_at.items():
+            values = [next(iter(vs)) for _, vs in sorted(offsets.items()) if len(vs) == 1]
+            self.order[partition] = values
+            self.position[partition] = {v: i for i, v in enumerate(values)}
+        self.max_read_offset: dict[tuple, int] = {}
+        for _, partition, records in self.reads:
+            if records:
+                top = max(o for o, _ in records)
+                self.max_read_offset[partition] = max(top, self.max_read_offset.get(partition, -1))
+
+
+def duplicates(ix: _Index) -> list[Finding]:
+    out = []
+    for value, places in ix.value_offsets.items():
+        if len(places) > 1:
+            ops = sorted(
+                {o.index for o in ix.readers[value]}
+                | ({ix.writer[value].index} if value in ix.writer else set())
+            )
+            out.append(Finding("duplicate", tuple(ops), f"{value!r} is at {sorted(places)}"))
+    return out
+
+
+def inconsistent_offsets(ix: _Index) -> list[Finding]:
+    out = []
+    for partition, offsets in ix.seen_at.items():
+        for offset, values in offsets.items():
+            if len(values) > 1:
+                ops = sorted(
+                    {o.index for v in values for o in ix.readers[v]}
+                    | {ix.writer[v].index for v in values if v in ix.writer}
+                )
+                out.append(
+                    Finding(
+                        "inconsistent-offsets",
+                        tuple(ops),
+                        f"{partition} offset {offset} held {sorted(map(repr, values))}",
+                    )
+                )
+    return out
+
+
+def lost_writes(ix: _Index) -> list[Finding]:
+    """Acknowledged, never read, though reads went past its offset."""
+    out = []
+    for value, (partition, offset, op) in ix.write_ok.items():
+        if value in ix.readers:
+            continue
+        if ix.max_read_offset.get(partition, -1) > offset:
+            passing = [
+                r.index
+                for r, p, records in ix.reads
+                if p == partition
+                and records
+                and min(o for o, _ in records) <= offset <= max(o for o, _ in records)
+            ]
+            out.append(
+                Finding(
+                    "lost-write",
+                    (op.index, *passing[:1]),
+                    f"{value!r} acknowledged at {partition} offset {offset}, never read",
+                )
+            )
+    return out
+
+
+def unseen(ix: _Index) -> list[Finding]:
+    """Acknowledged, never read, and no read reached its offset (the run may have ended too soon)."""
+    return [
+        Finding("unseen", (op.index,), f"{value!r} at {partition} offset {offset}")
+        for value, (partition, offset, op) in ix.write_ok.items()
+        if value not in ix.readers and ix.max_read_offset.get(partition, -1) <= offset
+    ]
+
+
+def aborted_reads(ix: _Index) -> list[Finding]:
+    """G1a: a read of a value whose write failed (an aborted transaction, or a refused send)."""
+    out = []
+    for value, readers in ix.readers.items():
+        if ix.write_status.get(value) == "fail":
+            out.append(
+                Finding(
+                    "G1a",
+                    (ix.writer[value].index, readers[0].index),
+                    f"{value!r} was read though its write failed",
+                )
+            )
+    return out
+
+
+def future_reads(ix: _Index) -> list[Finding]:
+    out = []
+    for value, readers in ix.readers.items():
+        writer = ix.writer.get(value)
+        if writer is None:
+            continue
+        invoke = ix.history.invoke_of(writer)
+        for reader in readers:
+            if invoke is not None and reader.index < invoke.index:
+                out.append(
+                    Finding(
+                        "future-read",
+                        (reader.index, invoke.index),
+                        f"{value!r} read before its write was asked for",
+                    )
+                )
+    return out
+
+
+def poll_order(ix: _Index) -> list[Finding]:
+    """poll-skip / nonmonotonic-poll between a process's consecutive polls of a partition, and the
+    int- variants inside one poll. A note on an op (rebalance, seek, restart) resets the expectation."""
+    out = []
+    last: dict[tuple[int, tuple], tuple[int, Op]] = {}  # (process, partition) -> (position, op)
+    for op, partition, records in ix.reads:
+        position = ix.position.get(partition, {})
+        positions = [position[v] for _, v in records if v in position]
+        for a, b in zip(positions, positions[1:], strict=False):
+            if b <= a:
+                out.append(
+                    Finding("int-nonmonotonic-poll", (op.index,), f"{partition}: position {a} then {b}")
+                )
+            elif b > a + 1:
+                out.append(Finding("int-poll-skip", (op.index,), f"{partition}: position {a} then {b}"))
+        key = (op.process, partition)
+        if op.note:
+            last.pop(key, None)
+        if positions:
+            if key in last:
+                prev_position, prev_op = last[key]
+                if positions[0] <= prev_position:
+                    out.append(
+                        Finding(
+                            "nonmonotonic-poll",
+                            (prev_op.index, op.index),
+                            f"{partition}: position {prev_position} then {positions[0]}",
+                        )
+                    )
+                elif positions[0] > prev_position + 1:
+                    out.append(
+                        Finding(
+                            "poll-skip",
+                            (prev_op.index, op.index),
+                            f"{partition}: position {prev_position} then {positions[0]}",
+                        )
+                    )
+            last[key] = (positions[-1], op)
+    return out
+
+
+def send_order(ix: _Index) -> list[Finding]:
+    """nonmonotonic-send: a process's later acknowledged send to a partition landed at a lower offset
+    (int-nonmonotonic-send inside one operation)."""
+    out = []
+    last: dict[tuple[int, tuple], tuple[int, Op]] = {}
+    for op in ix.history.ops:
+        if op.type != "ok":
+            continue
+        within: dict[tuple, int] = {}
+        for send in op.sends():
+            if send.offset is None:
+                continue
+            if send.partition in within and send.offset <= within[send.partition]:
+                out.append(
+                    Finding(
+                        "int-nonmonotonic-send",
+                        (op.index,),
+                        f"{send.partition}: offset {within[send.partition]} then {send.offset}",
+                    )
+                )
+            within[send.partition] = send.offset
+            key = (op.process, send.partition)
+            if key in last and last[key][1] is not op and send.offset <= last[key][0]:
+                out.append(
+                    Finding(
+                        "nonmonotonic-send",
+                        (last[key][1].index, op.index),
+                        f"{send.partition}: offset {last[key][0]} then {send.offset}",
+                    )
+                )
+            last[key] = (send.offset, op)
+    return out
+
+
+def cycles(ix: _Index) -> list[Finding]:
+    """G0 (write cycle) and G1c (cycle of writes and reads) between acknowledged operations: a write
+    precedes the next write of its partition (ww), a write precedes the reads of it (wr)."""
+    ww: dict[int, set[int]] = defaultdict(set)
+    wr: dict[int, set[int]] = defaultdict(set)
+    for values in ix.order.values():
+        writers = [ix.write_ok[v][2].index if v in ix.write_ok else None for v in values]
+        for a, b in zip(writers, writers[1:], strict=False):
+            if a is not None and b is not None and a != b:
+                ww[a].add(b)
+    for value, readers in ix.readers.items():
+        if value in ix.write_ok:
+            writer = ix.write_ok[value][2].index
+            for reader in readers:
+                if reader.index != writer:
+                    wr[writer].add(reader.index)
+    out = []
+    g0 = _shortest_cycle(ww)
+    if g0:
+        out.append(Finding("G0", tuple(g0), "write cycle: " + " -> ".join(map(str, g0))))
+    both = defaultdict(set, {k: set(v) for k, v in ww.items()})
+    for k, v in wr.items():
+        both[k] |= v
+    g1c = _shortest_cycle(both)
+    if g1c and not (g0 and set(g1c) == set(g0)):
+        out.append(Finding("G1c", tuple(g1c), "write/read cycle: " + " -> ".join(map(str, g1c))))
+    return out
+
+
+def _shortest_cycle(graph: dict[int, set[int]]) -> list[int] | None:
+    best: list[int] | None = None
+    for start in sorted(graph):
+        parents = {start: None}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            for nxt in graph.get(node, ()):
+                if nxt == start:
+                    path = [node]
+                    while parents[path[-1]] is not None:
+                        path.append(parents[path[-1]])
+                    cycle = list(reversed(path))
+                    if best is None or len(cycle) < len(best):
+                        best = cycle
+                    queue.clear()
+                    break
+                if nxt not in parents:
+                    parents[nxt] = node
+                    queue.append(nxt)
+    return best
+
+
+ALL_CHECKS = (
+    duplicates,
+    inconsistent_offsets,
+    lost_writes,
+    unseen,
+    aborted_reads,
+    future_reads,
+    poll_order,
+    send_order,
+    cycles,
+)
+
+
+def run_checks(history: History) -> list[Finding]:
+    ix = _Index(history)
+    out: list[Finding] = []
+    for check in ALL_CHECKS:
+        out.extend(check(ix))
+    return out
