@@ -11,6 +11,10 @@ __all__ = ["PLANTED_BUGS", "PlantedBugError", "active", "check_environment"]
 
 PLANTED_BUGS = {
     "list-offsets-latest-off-by-one": "ListOffsets for the latest offset (-1) answers one past the end",
+    "ack-without-write": "every tenth produced batch of a partition is acknowledged but never written, "
+    "as by a broker that acknowledged before the write was durable and then lost it",
+    "forget-idempotent-state": "idempotent producers' sequence state is ignored, so a resent batch is "
+    "written again instead of being recognised as a duplicate",
 }
 
 _ENV = "KCONFORM_PLANTED_BUGS"

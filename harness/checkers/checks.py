@@ -60,8 +60,17 @@ class _Index:
         # The version order of each partition: its values by offset (only offsets with one value).
         self.order: dict[tuple, list[object]] = {}
         self.position: dict[tuple, dict[object, int]] = {}
+        # A value at several offsets is a duplicate (reported as such); the order uses its first offset
+        # only, so one duplicate does not also show up as skips, reorderings and cycles.
+        self.duplicated = {v for v, places in self.value_offsets.items() if len(places) > 1}
         for partition, offsets in self.seen_at.items():
-            values = [next(iter(vs)) for _, vs in sorted(offsets.items()) if len(vs) == 1]
+            values, placed = [], set()
+            for _, vs in sorted(offsets.items()):
+                if len(vs) == 1:
+                    value = next(iter(vs))
+                    if value not in placed:
+                        values.append(value)
+                        placed.add(value)
             self.order[partition] = values
             self.position[partition] = {v: i for i, v in enumerate(values)}
         self.max_read_offset: dict[tuple, int] = {}
@@ -176,7 +185,12 @@ def poll_order(ix: _Index) -> list[Finding]:
     last: dict[tuple[int, tuple], tuple[int, Op]] = {}  # (process, partition) -> (position, op)
     for op, partition, records in ix.reads:
         position = ix.position.get(partition, {})
-        positions = [position[v] for _, v in records if v in position]
+        seen: set = set()
+        positions = []
+        for _, value in records:
+            if value in position and value not in seen:  # a repeat inside one poll is a duplicate
+                positions.append(position[value])
+                seen.add(value)
         for a, b in zip(positions, positions[1:], strict=False):
             if b <= a:
                 out.append(
@@ -245,21 +259,26 @@ def send_order(ix: _Index) -> list[Finding]:
 
 
 def cycles(ix: _Index) -> list[Finding]:
-    """G0 (write cycle) and G1c (cycle of writes and reads) between acknowledged operations: a write
+    """G0 (write cycle) and G1c (cycle of writes and reads) between acknowledged transactions: a write
     precedes the next write of its partition (ww), a write precedes the reads of it (wr)."""
     ww: dict[int, set[int]] = defaultdict(set)
     wr: dict[int, set[int]] = defaultdict(set)
+
+    def writer(value):
+        entry = ix.write_ok.get(value)
+        return entry[2].index if entry is not None and entry[2].transactional else None
+
     for values in ix.order.values():
-        writers = [ix.write_ok[v][2].index if v in ix.write_ok else None for v in values]
+        writers = [writer(v) for v in values]
         for a, b in zip(writers, writers[1:], strict=False):
             if a is not None and b is not None and a != b:
                 ww[a].add(b)
     for value, readers in ix.readers.items():
-        if value in ix.write_ok:
-            writer = ix.write_ok[value][2].index
+        source = writer(value)
+        if source is not None:
             for reader in readers:
-                if reader.index != writer:
-                    wr[writer].add(reader.index)
+                if reader.index != source and reader.transactional:
+                    wr[source].add(reader.index)
     out = []
     g0 = _shortest_cycle(ww)
     if g0:

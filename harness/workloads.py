@@ -1,0 +1,215 @@
+"""Chaos workloads: clients that do ordinary work through the reference client while faults hit the
+links and nodes, and write down everything as a history (``checkers.history``) for the checkers.
+
+- ``produce``: processes sending unique values with the given producer settings (acks, idempotence,
+  retries); each send is invoked, then ok (with the acknowledged offset), fail (the client gave up for
+  good) or info (the outcome is unknown: a timeout).
+- ``transactions``: processes writing a few values per transaction to random partitions, committing
+  or aborting; a committed transaction is ok, an aborted one fail.
+- ``final_read``: after the faults end, every record of every partition read straight from the leaders,
+  one poll per partition, so the checkers see the whole log (read_committed or not)."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import random
+import time
+from collections.abc import Callable
+
+from kconform.codecs.messages import FetchRequest
+from kconform.codecs.records import iter_batches
+
+from .checkers.history import History, Poll, Send
+from .client.errors import BrokerError, ClientError, DeliveryTimedOut, RequestTimedOut
+from .client.network import NetworkClient
+from .client.producer import Producer
+
+__all__ = ["final_read", "produce", "transactions"]
+
+_UNKNOWN = (DeliveryTimedOut, RequestTimedOut, TimeoutError)
+
+
+async def produce(
+    history: History,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    settings: dict,
+    processes: int = 2,
+    seconds: float = 5.0,
+    rate: float = 200.0,
+    seed: int = 0,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Send unique values for ``seconds`` at about ``rate`` a second in all."""
+    rng = random.Random(seed)
+    deadline = clock() + seconds
+
+    async def worker(process: int) -> None:
+        config = {"bootstrap.servers": bootstrap, "linger.ms": 2, **settings}
+        async with Producer(config) as producer:
+            n = 0
+            pending: list[asyncio.Task] = []
+            while clock() < deadline:
+                value = f"p{process}-{n}".encode()
+                partition = rng.randrange(partitions)
+                n += 1
+                history.add(process, "invoke", [Send((topic, partition), value)], time_ns=time.time_ns())
+                pending.append(
+                    asyncio.ensure_future(_one_send(history, producer, process, topic, partition, value))
+                )
+                await asyncio.sleep(processes / rate)
+            await asyncio.gather(*pending)
+
+    await asyncio.gather(*(worker(p) for p in range(processes)))
+
+
+async def _one_send(history: History, producer: Producer, process: int, topic: str, partition: int, value):
+    tp = (topic, partition)
+    try:
+        metadata = await (await producer.send(topic, value, partition=partition))
+    except _UNKNOWN:
+        history.add(process, "info", [Send(tp, value)], time_ns=time.time_ns())
+        return
+    except ClientError:
+        history.add(process, "fail", [Send(tp, value)], time_ns=time.time_ns())
+        return
+    offset = metadata.offset if metadata.offset >= 0 else None  # acks=0: no offset comes back
+    history.add(process, "ok", [Send(tp, value, offset)], time_ns=time.time_ns())
+
+
+async def transactions(
+    history: History,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    processes: int = 2,
+    seconds: float = 5.0,
+    per_transaction: int = 3,
+    abort_ratio: float = 0.3,
+    seed: int = 0,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    rng = random.Random(seed)
+    deadline = clock() + seconds
+
+    async def worker(process: int) -> None:
+        config = {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"chaos-{seed}-{process}",
+            "transaction.timeout.ms": 10_000,
+        }
+        async with Producer(config) as producer:
+            await producer.init_transactions()
+            n = 0
+            while clock() < deadline:
+                sends = []
+                for _ in range(per_transaction):
+                    sends.append(((topic, rng.randrange(partitions)), f"t{process}-{n}".encode()))
+                    n += 1
+                history.add(process, "invoke", [Send(tp, v) for tp, v in sends], transactional=True)
+                abort = rng.random() < abort_ratio
+                try:
+                    producer.begin_transaction()
+                    futures = [await producer.send(tp[0], v, partition=tp[1]) for tp, v in sends]
+                    if abort:
+                        await producer.flush()
+                        await producer.abort_transaction()
+                        history.add(process, "fail", [Send(tp, v) for tp, v in sends], transactional=True)
+                        continue
+                    await producer.commit_transaction()
+                    offsets = [(await f).offset for f in futures]
+                    history.add(
+                        process,
+                        "ok",
+                        [Send(tp, v, o) for (tp, v), o in zip(sends, offsets, strict=True)],
+                        transactional=True,
+                    )
+                except ClientError as exc:
+                    history.add(
+                        process,
+                        "info",
+                        [Send(tp, v) for tp, v in sends],
+                        transactional=True,
+                        note=str(exc)[:80],
+                    )
+                    try:
+                        await producer.abort_transaction()
+                    except ClientError:
+                        return  # the producer is fenced or failed: this process stops
+
+    await asyncio.gather(*(worker(p) for p in range(processes)))
+
+
+async def final_read(
+    history: History,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    read_committed: bool = True,
+    process: int = 1000,
+    timeout: float = 30.0,
+) -> None:
+    """Every record of each partition, from offset 0 to the end, one poll per partition."""
+    client = NetworkClient(bootstrap)
+    try:
+        await client.wait_for_topic(topic, timeout)
+        for partition in range(partitions):
+            records: list[tuple[int, object]] = []
+            offset = 0
+            while True:
+                leader = client.metadata.leader_for(topic, partition)
+                conn = await client.connection(leader)
+                part = FetchRequest.FetchPartition(
+                    partition=partition,
+                    fetch_offset=offset,
+                    current_leader_epoch=-1,
+                    log_start_offset=-1,
+                    partition_max_bytes=1 << 20,
+                )
+                request = FetchRequest(
+                    replica_id=-1,
+                    max_wait_ms=50,
+                    min_bytes=0,
+                    max_bytes=1 << 22,
+                    isolation_level=1 if read_committed else 0,
+                    session_id=0,
+                    session_epoch=-1,
+                    topics=[FetchRequest.FetchTopic(topic=topic, partitions=[part])],
+                )
+                data = (
+                    (await conn.send(1, request, version=conn.version_for(1, cap=12)))
+                    .responses[0]
+                    .partitions[0]
+                )
+                if data.error_code:
+                    raise BrokerError(data.error_code, f"final read of {topic}-{partition}")
+                # Kafka's read_committed rule (FetchCollector): a producer's transactional batches are
+                # skipped from the first offset of one of its aborted transactions to its abort marker.
+                pending = sorted((a.first_offset, a.producer_id) for a in data.aborted_transactions or [])
+                aborting: set[int] = set()
+                end = data.high_watermark
+                if read_committed and data.last_stable_offset >= 0:
+                    end = data.last_stable_offset
+                got_any = False
+                for batch in iter_batches(bytes(data.records or b"")):
+                    got_any = True
+                    offset = max(offset, batch.next_offset)
+                    while pending and pending[0][0] <= batch.last_offset:
+                        aborting.add(heapq.heappop(pending)[1])
+                    if batch.is_control:
+                        aborting.discard(batch.producer_id)
+                        continue
+                    if read_committed and batch.is_transactional and batch.producer_id in aborting:
+                        continue
+                    records += [(r.offset, bytes(r.value)) for r in batch.records if r.offset < end]
+                if not got_any or offset >= end:
+                    break
+            history.add(process, "invoke", [])
+            history.add(process, "ok", [Poll({(topic, partition): tuple(records)})], note="final read")
+    finally:
+        await client.close()
