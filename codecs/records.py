@@ -278,9 +278,17 @@ def iter_batch_headers(data, *, verify_crc: bool = True) -> Iterator[BatchHeader
 
 
 def iter_batches(
-    data, *, verify_crc: bool = True, max_decompressed_size: int = MAX_DECOMPRESSED_SIZE
+    data,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = MAX_DECOMPRESSED_SIZE,
+    record_class: type = Record,
 ) -> Iterator[RecordBatch]:
-    """Decode each whole batch in ``data`` (bytes, bytearray or memoryview), records included."""
+    """Decode each whole batch in ``data`` (bytes, bytearray or memoryview), records included.
+
+    ``record_class`` makes the v2 records instances of a class of the caller's: it must define
+    ``__slots__`` named offset, timestamp, key, value and headers (a consumer puts its own fields,
+    such as the topic, on the class), and is built without calling ``__init__``."""
     buf = data if type(data) is bytes else bytes(data)  # one copy; slicing bytes is what makes keys
     pos = 0
     end = len(buf)
@@ -288,7 +296,7 @@ def iter_batches(
         size = _next_extent(buf, pos, end)
         if not size:
             return
-        yield _decode_full(buf, pos, pos + size, verify_crc, max_decompressed_size)
+        yield _decode_full(buf, pos, pos + size, verify_crc, max_decompressed_size, record_class)
         pos += size
 
 
@@ -335,10 +343,12 @@ def _decode_header(data, pos: int, end: int, verify_crc: bool) -> BatchHeader:
     return BatchHeader(*_legacy_header(data, pos, end, verify_crc)[0])
 
 
-def _decode_full(buf: bytes, pos: int, end: int, verify_crc: bool, max_size: int) -> RecordBatch:
+def _decode_full(
+    buf: bytes, pos: int, end: int, verify_crc: bool, max_size: int, record_class: type = Record
+) -> RecordBatch:
     if buf[pos + _MAGIC_OFFSET] >= 2:
         fields = _v2_header(buf, pos, end, verify_crc)
-        return RecordBatch(*fields, _v2_records(buf, pos, end, fields, max_size))
+        return RecordBatch(*fields, _v2_records(buf, pos, end, fields, max_size, record_class))
     return _legacy_full(buf, pos, end, verify_crc, max_size)
 
 
@@ -368,7 +378,9 @@ def _v2_header(data, pos: int, end: int, verify_crc: bool) -> tuple:
     return fields
 
 
-def _v2_records(buf: bytes, pos: int, end: int, fields: tuple, max_size: int) -> list[Record]:
+def _v2_records(
+    buf: bytes, pos: int, end: int, fields: tuple, max_size: int, record_class: type = Record
+) -> list[Record]:
     attributes = fields[5]
     count = fields[12]
     codec = attributes & _COMPRESSION_MASK
@@ -380,10 +392,12 @@ def _v2_records(buf: bytes, pos: int, end: int, fields: tuple, max_size: int) ->
         except DecompressionError as exc:
             raise _error(2, str(exc), "records", pos + _V2_HEADER_SIZE) from None
         records = _read_v2_records(
-            payload, 0, len(payload), count, fields[0], fields[7], pos + _V2_HEADER_SIZE
+            payload, 0, len(payload), count, fields[0], fields[7], pos + _V2_HEADER_SIZE, record_class
         )
     else:
-        records = _read_v2_records(buf, pos + _V2_HEADER_SIZE, end, count, fields[0], fields[7], None)
+        records = _read_v2_records(
+            buf, pos + _V2_HEADER_SIZE, end, count, fields[0], fields[7], None, record_class
+        )
     if attributes & _TIMESTAMP_TYPE_BIT:
         # LogAppendTime: every record's timestamp is the batch's max timestamp (DefaultRecord.readFrom).
         max_timestamp = fields[8]
@@ -393,7 +407,14 @@ def _v2_records(buf: bytes, pos: int, end: int, fields: tuple, max_size: int) ->
 
 
 def _read_v2_records(
-    buf: bytes, p: int, end: int, count: int, base_offset: int, base_timestamp: int, compressed_at: int | None
+    buf: bytes,
+    p: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    compressed_at: int | None,
+    record_class: type = Record,
 ) -> list[Record]:
     """Parse ``count`` records from ``buf[p:end]``. ``compressed_at`` is the batch position of the
     compressed payload (for error messages), or None when ``buf`` is the batch itself.
@@ -410,13 +431,12 @@ def _read_v2_records(
             "record_count",
             compressed_at if compressed_at is not None else p - 4,
         )
-    native = _native_records(Record, buf, p, end, count, base_offset, base_timestamp)
+    native = _native_records(record_class, buf, p, end, count, base_offset, base_timestamp)
     if native is not None:  # None: no native decoder, or it gave up and the reader below decides
         return native
     zz = _ZIGZAG
     zz2 = _ZIGZAG2
     alloc = object.__new__
-    record_class = Record
     records: list[Record] = []
     append = records.append
     try:

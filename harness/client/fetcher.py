@@ -13,9 +13,10 @@ import heapq
 from collections import deque
 from typing import Any
 
+from kconform.codecs import DecodeError
 from kconform.codecs.errors import error_for
 from kconform.codecs.messages import FetchRequest, ListOffsetsRequest
-from kconform.codecs.records import iter_batches
+from kconform.codecs.records import decode_batch_header, iter_batches
 
 from .errors import BrokerError, ClientError
 from .network import NetworkClient
@@ -30,30 +31,19 @@ _OFFSET_OUT_OF_RANGE = 1
 
 
 class ConsumerRecord:
-    __slots__ = (
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestamp_type",
-        "key",
-        "value",
-        "headers",
-        "leader_epoch",
-    )
+    """A record as ``poll`` returns it: ``topic``, ``partition``, ``offset``, ``timestamp``,
+    ``timestamp_type`` (0 create time, 1 log append time), ``key``, ``value``, ``headers``,
+    ``leader_epoch``.
 
-    def __init__(
-        self, topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch
-    ):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.headers = headers
-        self.leader_epoch = leader_epoch
+    The decoder builds these directly: each partition (and batch flavour) has its own subclass that
+    carries the topic, partition, timestamp type and leader epoch as class attributes, and the record
+    fields in slots, so a million records cost a million objects, not two million."""
+
+    __slots__ = ()
+    topic: str
+    partition: int
+    timestamp_type: int
+    leader_epoch: int
 
     def __repr__(self) -> str:
         return (
@@ -61,84 +51,118 @@ class ConsumerRecord:
             f"value={self.value!r})"
         )
 
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ConsumerRecord) and _fields(self) == _fields(other)
+
+    __hash__ = None  # records compare by value
+
+
+_RECORD_SLOTS = ("offset", "timestamp", "key", "value", "headers")
+_classes: dict[tuple, type] = {}
+
+
+def record_class(topic: str, partition: int, timestamp_type: int, leader_epoch: int) -> type:
+    key = (topic, partition, timestamp_type, leader_epoch)
+    cls = _classes.get(key)
+    if cls is None:
+        cls = _classes[key] = type(
+            "ConsumerRecord",
+            (ConsumerRecord,),
+            {
+                "__slots__": _RECORD_SLOTS,
+                "topic": topic,
+                "partition": partition,
+                "timestamp_type": timestamp_type,
+                "leader_epoch": leader_epoch,
+            },
+        )
+    return cls
+
+
+def _fields(r: ConsumerRecord) -> tuple:
+    return (
+        r.topic,
+        r.partition,
+        r.offset,
+        r.timestamp,
+        r.timestamp_type,
+        r.key,
+        r.value,
+        r.headers,
+        r.leader_epoch,
+    )
+
 
 class _CompletedFetch:
-    """One partition's part of a Fetch answer, consumed record by record across polls."""
+    """One partition's part of a Fetch answer, consumed batch by batch across polls."""
 
-    __slots__ = (
-        "tp",
-        "batches",
-        "records",
-        "index",
-        "aborted",
-        "aborting",
-        "read_committed",
-        "done",
-        "ts_type",
-        "epoch",
-    )
+    __slots__ = ("tp", "batches", "records", "index", "aborted", "aborting", "read_committed", "done", "cls")
 
     def __init__(self, tp: TopicPartition, data: bytes, aborted, read_committed: bool) -> None:
         self.tp = tp
-        self.batches = iter_batches(data)
+        # Records decode straight into the class of the first batch's flavour; a later batch of
+        # another flavour (a new leader epoch) has its records re-classed.
+        try:
+            first = decode_batch_header(data, 0, verify_crc=False)
+            flavour = (int(first.timestamp_type), first.partition_leader_epoch)
+        except DecodeError:
+            flavour = (0, -1)  # iter_batches below reports the problem
+        self.cls = record_class(tp[0], tp[1], *flavour)
+        self.batches = iter_batches(data, record_class=self.cls)
         self.records: list = []
         self.index = 0
         self.aborted = sorted((a.first_offset, a.producer_id) for a in aborted or ())
         self.aborting: set[int] = set()
         self.read_committed = read_committed
         self.done = False
-        self.ts_type = 0
-        self.epoch = -1
 
     def take(self, position: int, limit: int, deserialize) -> tuple[list[ConsumerRecord], int, int]:
         """Up to ``limit`` records from ``position`` on: (records, next position, leader epoch)."""
-        topic, partition = self.tp
         out: list[ConsumerRecord] = []
+        epoch = -1
         while len(out) < limit:
             if self.index >= len(self.records):
                 batch = next(self.batches, None)
                 if batch is None:
                     self.done = True
                     break
-                if self.read_committed:
-                    aborted = self.aborted
-                    while aborted and aborted[0][0] <= batch.last_offset:
-                        self.aborting.add(heapq.heappop(aborted)[1])
-                    if batch.is_control:
+                if batch.is_control or (
+                    self.read_committed and batch.is_transactional and self._aborted(batch)
+                ):
+                    if batch.is_control and self.read_committed:
                         self.aborting.discard(batch.producer_id)
-                        position = max(position, batch.next_offset)
-                        continue
-                    if batch.is_transactional and batch.producer_id in self.aborting:
-                        position = max(position, batch.next_offset)
-                        continue
-                elif batch.is_control:
                     position = max(position, batch.next_offset)
                     continue
                 if batch.next_offset <= position:
                     continue
-                self.records = batch.records
-                self.index = 0
-                self.epoch = batch.partition_leader_epoch
-                self.ts_type = int(batch.timestamp_type)
-            records = self.records
-            start = self.index
-            stop = min(len(records), start + limit - len(out))
-            ts_type, epoch, append = self.ts_type, self.epoch, out.append
-            for record in records[start:stop]:
-                offset = record.offset
-                if offset < position:
-                    continue
-                key, value = record.key, record.value
-                if deserialize is not None:
-                    key, value = deserialize(topic, key, value)
-                append(
-                    ConsumerRecord(
-                        topic, partition, offset, record.timestamp, ts_type, key, value, record.headers, epoch
-                    )
-                )
-                position = offset + 1
+                records = batch.records
+                ts_type, epoch = int(batch.timestamp_type), batch.partition_leader_epoch
+                if (ts_type, epoch) != (self.cls.timestamp_type, self.cls.leader_epoch):
+                    cls = record_class(self.tp[0], self.tp[1], ts_type, epoch)
+                    for record in records:
+                        record.__class__ = cls
+                start = 0
+                while start < len(records) and records[start].offset < position:
+                    start += 1
+                self.records, self.index = records, start
+            stop = min(len(self.records), self.index + limit - len(out))
+            chunk = self.records[self.index : stop]
+            if deserialize is not None:
+                topic = self.tp[0]
+                for record in chunk:
+                    record.key, record.value = deserialize(topic, record.key, record.value)
+            out += chunk
             self.index = stop
-        return out, position, self.epoch
+            if chunk:
+                position = chunk[-1].offset + 1
+                epoch = chunk[-1].leader_epoch
+        return out, position, epoch
+
+    def _aborted(self, batch) -> bool:
+        aborted = self.aborted
+        while aborted and aborted[0][0] <= batch.last_offset:
+            self.aborting.add(heapq.heappop(aborted)[1])
+        return batch.producer_id in self.aborting
 
     @property
     def exhausted(self) -> bool:
