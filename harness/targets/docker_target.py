@@ -12,7 +12,7 @@ network), INTERNAL (:19092, advertised as the container's name, for inter-broker
 Everything the target creates carries the label ``kconform.target=<run id>``; ``cleanup_stale`` removes
 what an interrupted run left behind. Startup waits until every broker answers ApiVersions and Metadata
 lists every broker; when it does not, the containers' logs are written to a directory named in the error
-and everything is removed."""
+(``logs_dir``, else $KCONFORM_DOCKER_LOGS, else a new temporary directory) and everything is removed."""
 
 from __future__ import annotations
 
@@ -297,7 +297,8 @@ class DockerTarget(Target):
         self.brokers = brokers
         self.image = image or f"{IMAGE_REPOSITORY}:{self.version}"
         self.startup_timeout = startup_timeout
-        self.logs_dir = Path(logs_dir) if logs_dir is not None else None
+        logs_dir = logs_dir if logs_dir is not None else os.environ.get("KCONFORM_DOCKER_LOGS")
+        self.logs_dir = Path(logs_dir) if logs_dir else None  # None: a fresh temporary directory
         self.heap = heap
         self.extra_env = dict(extra_env or {})
         self.run_id = uuid.uuid4().hex[:12]
@@ -385,8 +386,8 @@ class DockerTarget(Target):
             self._client.images.pull(repository, tag=tag or "latest")
         except docker_errors.DockerException as exc:
             raise TargetError(
-                f"could not pull {self.image}: {exc}. Check the version (apache/kafka has tags from 3.7.0 on, "
-                f"e.g. {', '.join(DEFAULT_MATRIX)}) and that the engine can reach Docker Hub."
+                f"could not pull {self.image}: {exc}. Check the version (apache/kafka has tags from 3.7.0 "
+                f"on, e.g. {', '.join(DEFAULT_MATRIX)}) and that the engine can reach Docker Hub."
             ) from exc
 
     def _create_network(self) -> None:

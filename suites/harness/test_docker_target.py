@@ -488,3 +488,35 @@ def test_matrix_workflow_parses_and_names_every_version():
     commands = "\n".join(step.get("run", "") for step in job["steps"])
     assert "--kafka-target docker:${{ matrix.kafka }}" in commands
     assert "ci/docker-smoke.py" in commands
+
+
+def test_logs_dir_defaults_to_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("KCONFORM_DOCKER_LOGS", str(tmp_path / "ci-logs"))
+    client = FakeDocker()
+    target = make(client, readiness=lambda addrs: "not yet", startup_timeout=1)
+    with pytest.raises(TargetError, match="ci-logs"):
+        target.start()
+    assert len(list((tmp_path / "ci-logs").iterdir())) == 1
+
+
+def test_smoke_script_fails_cleanly_without_an_engine(monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
+    spec = importlib.util.spec_from_file_location("docker_smoke", ROOT / "ci" / "docker-smoke.py")
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    assert smoke.main(["4.0"]) == 1
+    assert "needs a running Docker engine" in capsys.readouterr().err
+
+
+@pytest.mark.peer
+def test_readiness_probes_speak_to_a_real_cluster():
+    """The default probes over real sockets, against librdkafka's mock cluster (three brokers)."""
+    from kconform.harness.targets.rdkafka_mock import RdkafkaMockCluster
+
+    with RdkafkaMockCluster(brokers=3) as mock:
+        addresses = dict(enumerate(mock.bootstrap.split(","), start=1))
+        assert asyncio.run(dt.fetch_broker_ids(addresses[1])) == {1, 2, 3}
+        assert asyncio.run(cluster_ready(addresses)) is None
+        assert "still missing [4]" in asyncio.run(cluster_ready({**addresses, 4: addresses[1]}))
