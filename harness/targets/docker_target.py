@@ -113,7 +113,10 @@ def node_specs(run_id: str, brokers: int, host_ports: list[int], *, cluster_id: 
         "CLUSTER_ID": cluster_id,
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         "KAFKA_LOG_DIRS": "/tmp/kraft-combined-logs",
-        "KAFKA_HEAP_OPTS": heap,  # read by kafka-server-start.sh, never turned into a property
+        # Read by kafka-server-start.sh (default 1 GiB). The image's wrapper skips it when turning KAFKA_*
+        # into properties; 3.7.0's skip list misspells it, so that image only warns of an unknown
+        # "heap.opts" property.
+        "KAFKA_HEAP_OPTS": heap,
     }
     broker_env = {
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
