@@ -520,3 +520,20 @@ def test_readiness_probes_speak_to_a_real_cluster():
         assert asyncio.run(dt.fetch_broker_ids(addresses[1])) == {1, 2, 3}
         assert asyncio.run(cluster_ready(addresses)) is None
         assert "still missing [4]" in asyncio.run(cluster_ready({**addresses, 4: addresses[1]}))
+
+
+@pytest.mark.peer
+def test_smoke_script_round_trip_against_a_real_cluster():
+    """The smoke script's produce (kconform's producer) and consume (librdkafka) halves, on the mock."""
+    import importlib.util
+
+    from kconform.harness.targets.rdkafka_mock import RdkafkaMockCluster
+
+    spec = importlib.util.spec_from_file_location("docker_smoke", ROOT / "ci" / "docker-smoke.py")
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    with RdkafkaMockCluster(brokers=1) as mock:
+        mock.create_topic("kconform-smoke", 1, 1)
+        values = [b"v%d" % i for i in range(5)]
+        asyncio.run(smoke.produce(mock.bootstrap, "kconform-smoke", values))
+        assert smoke.consume(mock.bootstrap, "kconform-smoke", len(values), timeout=20) == values
