@@ -588,6 +588,12 @@ def _read_consumer_group(described, coordinator: int) -> GroupDescription:
     )
 
 
+def _known(node: int, brokers: Mapping[int, BrokerInfo]) -> int | None:
+    """A controller id only when it names a listed broker, as Java's describeCluster reports it
+    (librdkafka's mock, for one, names node 0 of brokers 1..n)."""
+    return node if node in brokers else None
+
+
 # ---- the retry loop -------------------------------------------------------------------------------
 
 K = TypeVar("K", bound=Hashable)
@@ -1142,12 +1148,9 @@ class Admin:
             conn = await self.network.any_connection()
             if _DESCRIBE_CLUSTER not in conn.versions:
                 metadata = await self._topic_metadata([])
-                controller = metadata.controller_id
-                return {
-                    "cluster": ClusterDescription(
-                        metadata.cluster_id, None if controller < 0 else controller, dict(metadata.brokers)
-                    )
-                }
+                brokers = dict(metadata.brokers)
+                controller = _known(metadata.controller_id, brokers)
+                return {"cluster": ClusterDescription(metadata.cluster_id, controller, brokers)}
             version = conn.version_for(_DESCRIBE_CLUSTER)
             request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1)
             response = await conn.send(_DESCRIBE_CLUSTER, request, version=version)
@@ -1158,12 +1161,8 @@ class Admin:
                     )
                 }
             brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in response.brokers}
-            controller = response.controller_id
-            return {
-                "cluster": ClusterDescription(
-                    response.cluster_id, None if controller < 0 else controller, brokers
-                )
-            }
+            controller = _known(response.controller_id, brokers)
+            return {"cluster": ClusterDescription(response.cluster_id, controller, brokers)}
 
         result = await self._run("DescribeCluster", ["cluster"], attempt, timeout_ms, True)
         return result["cluster"]
@@ -1275,7 +1274,7 @@ class Admin:
                 outcomes = await attempt(pending)
             except _TRANSPORT_ERRORS as exc:
                 outcomes = {k: _Retry(exc, refresh=True) for k in pending}
-            except NoCommonVersion as exc:
+            except (NoCommonVersion, DecodeError) as exc:  # DecodeError: an answer the codecs cannot read
                 outcomes = {k: exc for k in pending}
             except BrokerError as exc:  # e.g. FindCoordinator's own final error
                 outcomes = {k: _Retry(exc) if exc.retriable else exc for k in pending}
@@ -1312,7 +1311,8 @@ class Admin:
         send: Callable[[int | None, list[K]], Awaitable[Any]],
     ) -> dict[K, Outcome]:
         """Send each node its keys at once; ``send`` answers with an outcome per key. A node's lost
-        connection retries that node's keys; a node that lacks the API fails its keys."""
+        connection retries that node's keys; a node that lacks the API, or answers what the codecs
+        cannot read, fails its keys."""
         nodes = list(groups)
         answers = await asyncio.gather(*(send(n, groups[n]) for n in nodes), return_exceptions=True)
         outcomes: dict[K, Outcome] = {}
@@ -1322,7 +1322,7 @@ class Admin:
                 if node is not None:
                     self.network.disconnect(node)
                 outcomes.update({k: _Retry(answer, refresh=True) for k in keys})
-            elif isinstance(answer, NoCommonVersion):
+            elif isinstance(answer, (NoCommonVersion, DecodeError)):
                 outcomes.update({k: answer for k in keys})
             elif isinstance(answer, BrokerError):
                 outcomes.update({k: _Retry(answer) if answer.retriable else answer for k in keys})
@@ -1357,7 +1357,7 @@ class Admin:
                     outcomes[group_id] = _Retry(node, refresh=True)
                 elif isinstance(node, BrokerError):
                     outcomes[group_id] = _Retry(node) if node.retriable else node
-                elif isinstance(node, NoCommonVersion):
+                elif isinstance(node, (NoCommonVersion, DecodeError)):
                     outcomes[group_id] = node
                 elif isinstance(node, BaseException):
                     raise node
