@@ -12,10 +12,25 @@ import uuid
 
 import pytest
 
-from kconform.codecs import DecodeError
+from kconform.codecs import (
+    DecodeError,
+    FrameDecoder,
+    api_schema,
+    decode_request,
+    encode_response,
+    size_prefixed,
+)
 from kconform.codecs.errors import Errors
 from kconform.codecs.framing import decode_response_lenient
-from kconform.codecs.messages import ConsumerProtocolAssignment
+from kconform.codecs.messages import (
+    ApiVersionsResponse,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    CreateTopicsResponse,
+    DescribeGroupsResponse,
+    FindCoordinatorResponse,
+    MetadataResponse,
+)
 from kconform.harness.client.admin import (
     Admin,
     AdminTimedOut,
@@ -562,6 +577,179 @@ def test_describe_cluster(bootstrap, broker):
     assert cluster.controller_id == 1
     assert list(cluster.brokers) == [1]
     assert cluster.brokers[1].port == broker.port
+
+
+# ---- a scripted two-node cluster: controllers and coordinators that move ----------------------------
+
+
+class ScriptedCluster:
+    """Two nodes on real sockets answering from handlers, ``handlers[api_key](node, request) -> body``;
+    they offer ApiVersions and exactly the handled APIs, at the versions given. The reference broker
+    is one node, so a moved controller or coordinator is staged here. ``log`` records
+    (node, API name) per request."""
+
+    def __init__(self, handlers: dict, versions: dict[int, int], nodes=(1, 2)) -> None:
+        self.handlers = handlers
+        self.versions = versions
+        self.nodes = nodes
+        self.ports: dict[int, int] = {}
+        self.log: list[tuple[int, str]] = []
+        self.controller = nodes[0]
+        self._servers = []
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ports[self.nodes[0]]}"
+
+    def metadata(self, node: int, request) -> MetadataResponse:
+        brokers = [
+            MetadataResponse.MetadataResponseBroker(node_id=n, host="127.0.0.1", port=self.ports[n])
+            for n in self.nodes
+        ]
+        return MetadataResponse(
+            brokers=brokers, cluster_id="scripted", controller_id=self.controller, topics=[]
+        )
+
+    async def __aenter__(self) -> ScriptedCluster:
+        for node in self.nodes:
+            server = await asyncio.start_server(lambda r, w, n=node: self._serve(n, r, w), "127.0.0.1", 0)
+            self._servers.append(server)
+            self.ports[node] = server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        for server in self._servers:
+            server.close()
+
+    def api_calls(self, name: str) -> list[int]:
+        """The nodes that received ``name`` requests, in order."""
+        return [node for node, api in self.log if api == name]
+
+    async def _serve(self, node: int, reader, writer) -> None:
+        frames = FrameDecoder()
+        try:
+            while data := await reader.read(65536):
+                frames.feed(data)
+                while (frame := frames.next_frame()) is not None:
+                    header, request = decode_request(frame)
+                    key, version = header.request_api_key, header.request_api_version
+                    self.log.append((node, api_schema(key).name))
+                    if key == 18:
+                        offered = {18: 3, 3: 12, **self.versions}
+                        body = ApiVersionsResponse(
+                            api_keys=[
+                                ApiVersionsResponse.ApiVersion(api_key=k, min_version=0, max_version=v)
+                                for k, v in sorted(offered.items())
+                            ]
+                        )
+                    elif key == 3:
+                        body = self.metadata(node, request)
+                    else:
+                        body = self.handlers[key](node, request)
+                    writer.write(size_prefixed(encode_response(key, version, header.correlation_id, body)))
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+
+def _created(name: str, code: int) -> CreateTopicsResponse:
+    return CreateTopicsResponse(
+        topics=[
+            CreateTopicsResponse.CreatableTopicResult(
+                name=name, error_code=code, num_partitions=1, replication_factor=1, configs=[]
+            )
+        ]
+    )
+
+
+def test_create_topics_follows_a_moved_controller():
+    async def main():
+        def create(node, request):
+            (topic,) = request.topics
+            if node != cluster.controller:
+                return _created(topic.name, Errors.NOT_CONTROLLER)
+            return _created(topic.name, 0)
+
+        async with ScriptedCluster({19: create}, {19: 7}) as cluster:
+            async with Admin({"bootstrap.servers": cluster.bootstrap}) as admin:
+                cluster.controller = 2  # moves after the admin's first metadata named node 1
+                created = await admin.create_topics([NewTopic("moved", 1, 1)])
+                cluster.controller = 3  # a node no metadata lists: every answer is NOT_CONTROLLER
+                started = time.monotonic()
+                stuck = await admin.create_topics([NewTopic("stuck", 1, 1)], timeout_ms=600)
+                return cluster, created, stuck, time.monotonic() - started
+
+    cluster, created, stuck, elapsed = asyncio.run(asyncio.wait_for(main(), _CALL_TIMEOUT))
+    assert isinstance(created["moved"], CreatedTopic)
+    calls = cluster.api_calls("CreateTopics")
+    assert calls[:2] == [1, 2]  # node 1 said NOT_CONTROLLER; fresh metadata named node 2
+    first, second = [i for i, (_, api) in enumerate(cluster.log) if api == "CreateTopics"][:2]
+    assert "Metadata" in [api for _, api in cluster.log[first:second]]
+    assert isinstance(stuck["stuck"], AdminTimedOut)
+    assert stuck["stuck"].last_error.code == Errors.NOT_CONTROLLER
+    assert 0.5 < elapsed < 5
+
+
+def test_group_calls_follow_a_moved_coordinator_and_wait_out_loading():
+    topic = "orders"
+    subscription = ConsumerProtocolSubscription(topics=[topic])
+    assignment = ConsumerProtocolAssignment(
+        assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=[1, 0])]
+    )
+
+    async def main():
+        state = {"coordinator": 1, "loading": 1}
+
+        def find(node, request):
+            coordinator = state["coordinator"]
+            return FindCoordinatorResponse(
+                coordinators=[
+                    FindCoordinatorResponse.Coordinator(
+                        key=k, node_id=coordinator, host="127.0.0.1", port=cluster.ports[coordinator]
+                    )
+                    for k in request.coordinator_keys
+                ]
+            )
+
+        def describe(node, request):
+            (group_id,) = request.groups
+            group = DescribeGroupsResponse.DescribedGroup(group_id=group_id)
+            if node != state["coordinator"]:
+                group.error_code = Errors.NOT_COORDINATOR
+            elif state["loading"]:
+                state["loading"] -= 1
+                group.error_code = Errors.COORDINATOR_LOAD_IN_PROGRESS
+            else:
+                group.group_state, group.protocol_type, group.protocol_data = "Stable", "consumer", "range"
+                group.members = [
+                    DescribeGroupsResponse.DescribedGroupMember(
+                        member_id="m-1",
+                        client_id="c",
+                        client_host="/127.0.0.1",
+                        member_metadata=(3).to_bytes(2, "big") + subscription.encode(3),
+                        member_assignment=(3).to_bytes(2, "big") + assignment.encode(3),
+                    )
+                ]
+            return DescribeGroupsResponse(groups=[group])
+
+        async with ScriptedCluster({10: find, 15: describe}, {10: 4, 15: 5}) as cluster:
+            async with Admin({"bootstrap.servers": cluster.bootstrap}) as admin:
+                await admin.network.find_coordinator("g")  # cached: node 1
+                state["coordinator"] = 2
+                described = await admin.describe_groups(["g"])
+                return cluster, described
+
+    cluster, described = asyncio.run(asyncio.wait_for(main(), _CALL_TIMEOUT))
+    description = described["g"]
+    assert description.type == "classic" and description.coordinator == 2
+    (member,) = description.members
+    assert member.assignment == [(topic, 0), (topic, 1)] and member.subscribed_topics == [topic]
+    # No ConsumerGroupDescribe on offer, so DescribeGroups: node 1 refused (NOT_COORDINATOR), a fresh
+    # lookup named node 2, which was loading once and then answered.
+    assert "ConsumerGroupDescribe" not in {api for _, api in cluster.log}
+    assert cluster.api_calls("DescribeGroups") == [1, 2, 2]
+    assert len(cluster.api_calls("FindCoordinator")) == 2
 
 
 # ---- librdkafka's mock cluster ---------------------------------------------------------------------
