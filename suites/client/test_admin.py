@@ -29,6 +29,7 @@ from kconform.codecs.messages import (
     CreateTopicsResponse,
     DescribeGroupsResponse,
     FindCoordinatorResponse,
+    ListOffsetsResponse,
     MetadataResponse,
 )
 from kconform.harness.client.admin import (
@@ -642,7 +643,7 @@ class ScriptedCluster:
                                 for k, v in sorted(offered.items())
                             ]
                         )
-                    elif key == 3:
+                    elif key == 3 and key not in self.handlers:
                         body = self.metadata(node, request)
                     else:
                         body = self.handlers[key](node, request)
@@ -750,6 +751,51 @@ def test_group_calls_follow_a_moved_coordinator_and_wait_out_loading():
     assert "ConsumerGroupDescribe" not in {api for _, api in cluster.log}
     assert cluster.api_calls("DescribeGroups") == [1, 2, 2]
     assert len(cluster.api_calls("FindCoordinator")) == 2
+
+
+def test_list_offsets_spec_too_new_for_the_leader_fails_alone():
+    """A leader offering ListOffsets v6: max_timestamp (v7+) fails with NoCommonVersion, the other
+    partition's spec is still asked for and answered, at v6."""
+
+    async def main():
+        asked = []
+
+        def metadata(node, request):
+            response = cluster.metadata(node, request)
+            partitions = [
+                MetadataResponse.MetadataResponsePartition(
+                    partition_index=p, leader_id=2, replica_nodes=[2], isr_nodes=[2]
+                )
+                for p in (0, 1)
+            ]
+            response.topics = [MetadataResponse.MetadataResponseTopic(name="t", partitions=partitions)]
+            return response
+
+        def list_offsets(node, request):
+            asked.append(
+                (
+                    node,
+                    [(t.name, p.partition_index, p.timestamp) for t in request.topics for p in t.partitions],
+                )
+            )
+            partition = ListOffsetsResponse.ListOffsetsPartitionResponse(
+                partition_index=0, offset=42, timestamp=-1
+            )
+            return ListOffsetsResponse(
+                topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name="t", partitions=[partition])]
+            )
+
+        async with ScriptedCluster({3: metadata, 2: list_offsets}, {2: 6}) as cluster:
+            async with Admin({"bootstrap.servers": cluster.bootstrap}) as admin:
+                result = await admin.list_offsets(
+                    {("t", 0): OffsetSpec.latest(), ("t", 1): OffsetSpec.max_timestamp()}
+                )
+                return result, asked
+
+    result, asked = asyncio.run(asyncio.wait_for(main(), _CALL_TIMEOUT))
+    assert result[("t", 0)].offset == 42
+    assert isinstance(result[("t", 1)], NoCommonVersion)
+    assert asked == [(2, [("t", 0, -1)])]  # to the leader, node 2, without the partition it cannot serve
 
 
 # ---- librdkafka's mock cluster ---------------------------------------------------------------------
