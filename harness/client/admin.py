@@ -1281,12 +1281,10 @@ class Admin:
             retry, refresh = [], False
             for key in pending:
                 outcome = outcomes.get(key, ClientError(f"the {what} answer did not mention {key!r}"))
+                results[key] = outcome  # a _Retry stays only until the next attempt or the timeout
                 if isinstance(outcome, _Retry):
                     retry.append(key)
                     refresh |= outcome.refresh
-                    results[key] = outcome
-                else:
-                    results[key] = outcome
             pending = retry
             if not pending:
                 break
