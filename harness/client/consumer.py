@@ -86,6 +86,7 @@ class Consumer:
         self.fetcher: Fetcher | None = None
         self.group: ClassicCoordinator | ConsumerGroupMember | None = None
         self._next_auto_commit = 0.0
+        self._joining: asyncio.Future | None = None
         self._closed = False
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -125,6 +126,8 @@ class Consumer:
         if self._closed or self.client is None:
             return
         self._closed = True
+        if self._joining is not None:
+            self._joining.cancel()
         try:
             if self.auto_commit and self.subscriptions.assignment:
                 await self._commit_quietly()
@@ -247,7 +250,17 @@ class Consumer:
             raise ClientError("poll() after close()")
         deadline = self.clock() + timeout_ms / 1000
         if self.group is not None and self.subscriptions.subscribed:
-            await asyncio.wait_for(self.group.ensure_active(), max(timeout_ms / 1000, 30))
+            # Joining may take a whole rebalance (every member must join): it goes on in the
+            # background, and a poll that times out meanwhile returns nothing, as Kafka's does.
+            if self._joining is None or self._joining.done():
+                if self._joining is not None and not self._joining.cancelled() and self._joining.exception():
+                    error, self._joining = self._joining.exception(), None
+                    raise error
+                self._joining = asyncio.ensure_future(self.group.ensure_active())
+            try:
+                await asyncio.wait_for(asyncio.shield(self._joining), max(deadline - self.clock(), 0.001))
+            except TimeoutError:
+                return []
         if self.auto_commit and self.clock() >= self._next_auto_commit:
             self._next_auto_commit = self.clock() + self.auto_commit_interval
             self.commit_async()

@@ -21,7 +21,6 @@ from kconform.codecs import (
     size_prefixed,
 )
 from kconform.codecs.errors import Errors
-from kconform.codecs.framing import decode_response_lenient
 from kconform.codecs.messages import (
     ApiVersionsResponse,
     ConsumerProtocolAssignment,
@@ -148,18 +147,7 @@ def topic(bootstrap) -> str:
 
 
 @pytest.fixture
-def lenient_responses(monkeypatch):
-    """librdkafka's mock answers ApiVersions v3 with UNSUPPORTED_VERSION followed by bytes that the
-    strict v3 reading rejects, so this branch's BrokerConnection cannot connect to it. main's
-    connection.py reads responses leniently (and steps ApiVersions down); until that is merged here,
-    the mock tests read the same way by swapping the module's decoder."""
-    from kconform.harness.client import connection
-
-    monkeypatch.setattr(connection, "decode_response", lambda f, k, v: decode_response_lenient(f, k, v)[:2])
-
-
-@pytest.fixture
-def mock(lenient_responses):
+def mock():
     from kconform.harness.targets.rdkafka_mock import RdkafkaMockCluster
 
     with RdkafkaMockCluster(brokers=3) as cluster:
