@@ -67,6 +67,10 @@ _COMMON = [
     Setting("send.buffer.bytes", "int", 131_072, at_least(-1)),
     Setting("receive.buffer.bytes", "int", 32_768, at_least(-1)),
     Setting("security.protocol", "string", "PLAINTEXT", one_of("PLAINTEXT")),
+    # kconform's own: the highest version to use per API ("JoinGroup=5,Fetch=12"), for brokers that
+    # advertise a version they cannot serve (librdkafka's mock cluster closes the connection on the
+    # JoinGroup v6 it advertises).
+    Setting("kconform.api.version.max", "list", [], lambda v: _version_caps_problem(v)),
 ]
 
 _PRODUCER = [
@@ -128,6 +132,31 @@ _CONSUMER = [
 ]
 
 _ADMIN = [Setting("default.api.timeout.ms", "int", 60_000, at_least(0))]
+
+
+def parse_version_caps(entries: list[str]) -> dict[int, int]:
+    """``["JoinGroup=5"]`` -> ``{11: 5}``; raises ClientConfigError naming the bad entry."""
+    from kconform.codecs import api_schemas
+
+    keys = {schema.name: schema.api_key for schema in api_schemas()}
+    caps: dict[int, int] = {}
+    for entry in entries:
+        name, _, version = entry.partition("=")
+        if name.strip() not in keys or not version.strip().isdigit():
+            raise ClientConfigError(
+                f"kconform.api.version.max: {entry!r} is not API=VERSION with a known API name "
+                f"(e.g. JoinGroup=5)"
+            )
+        caps[keys[name.strip()]] = int(version)
+    return caps
+
+
+def _version_caps_problem(entries: list[str]) -> str | None:
+    try:
+        parse_version_caps(entries)
+    except ClientConfigError as exc:
+        return str(exc).partition(": ")[2]
+    return None
 
 
 def _parse(setting: Setting, value: Any) -> Any:

@@ -60,6 +60,7 @@ class BrokerConnection:
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.versions: dict[int, tuple[int, int]] = {}
+        self.version_caps: dict[int, int] = {}  # api key -> highest version to use, whatever is offered
         self.trailing_bytes: dict[tuple[int, int], int] = {}  # (api, version) -> bytes after a response
         self._reader = reader
         self._writer = writer
@@ -117,6 +118,7 @@ class BrokerConnection:
         if low is None:
             raise NoCommonVersion(f"node {self.node_id} does not offer {schema.name} (key {api_key})")
         top = min(high, schema.max_version, cap if cap is not None else high)
+        top = min(top, self.version_caps.get(api_key, top))
         bottom = max(low, schema.min_version, floor if floor is not None else low)
         if top < bottom:
             raise NoCommonVersion(

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import struct
 
+from kconform.codecs import DecodeError
 from kconform.codecs.messages import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
@@ -283,7 +284,7 @@ class ClassicCoordinator:
             else:
                 request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
             await conn.send(_LEAVE, request, version=version)
-        except ClientError as exc:
+        except (ClientError, DecodeError) as exc:  # leaving is best effort: the session timeout ends us
             log.debug("leave %s: %s", self.group_id, exc)
         self.member_id, self.generation = "", -1
 

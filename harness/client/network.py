@@ -18,6 +18,7 @@ from kconform.codecs.messages import (
 )
 
 from .backoff import ExponentialBackoff
+from .config import parse_version_caps
 from .connection import BrokerConnection
 from .errors import BrokerError, ConnectionLost, RequestTimedOut
 from .metadata import BrokerInfo, ClusterMetadata
@@ -61,6 +62,7 @@ class NetworkClient:
         retry_backoff_max_ms: int = 1000,
         metadata_max_age_ms: int = 300_000,
         connect_timeout_ms: int = 10_000,
+        version_caps: dict[int, int] | None = None,
         clock=time.monotonic,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
@@ -71,6 +73,7 @@ class NetworkClient:
         self.backoff = ExponentialBackoff(retry_backoff_ms, retry_backoff_max_ms)
         self.retry_backoff = retry_backoff_ms / 1000
         self.clock = clock
+        self.version_caps = dict(version_caps or {})
         self.metadata = ClusterMetadata()
         self.metadata_updated_at = float("-inf")
         self.tracked_topics: set[str] | None = set()
@@ -92,6 +95,7 @@ class NetworkClient:
             retry_backoff_max_ms=config["retry.backoff.max.ms"],
             metadata_max_age_ms=config["metadata.max.age.ms"],
             connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
+            version_caps=parse_version_caps(config["kconform.api.version.max"]),
             **kw,
         )
 
@@ -123,6 +127,7 @@ class NetworkClient:
             request_timeout=self.request_timeout,
             connect_timeout=self.connect_timeout,
         )
+        conn.version_caps = self.version_caps
         self._connections[broker.node_id] = conn
         return conn
 
@@ -149,6 +154,7 @@ class NetworkClient:
                     request_timeout=self.request_timeout,
                     connect_timeout=self.connect_timeout,
                 )
+                self._bootstrap_conn.version_caps = self.version_caps
                 return self._bootstrap_conn
             except ConnectionLost as exc:
                 errors.append(str(exc))

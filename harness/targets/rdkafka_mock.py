@@ -56,8 +56,17 @@ def _load(path: Path) -> ctypes.CDLL:
     return lib
 
 
+# Reference-client settings this cluster needs. It advertises group API versions it cannot serve, so a
+# Java-like client that picks the highest common version cannot stay in a group: it closes the connection
+# on JoinGroup v6 and SyncGroup v4 (the first flexible versions) and answers LeaveGroup v3 and v4 in a
+# shape neither version has. suites/client/test_consumer_live.py pins each of these.
+CLIENT_SETTINGS = {"kconform.api.version.max": "JoinGroup=5,SyncGroup=3,LeaveGroup=2"}
+
+
 class RdkafkaMockCluster:
     """``with RdkafkaMockCluster(brokers=1) as mock: mock.bootstrap ...``"""
+
+    client_settings = CLIENT_SETTINGS
 
     def __init__(self, brokers: int = 1, *, library: Path | None = None) -> None:
         self._lib = _load(library or find_librdkafka())
