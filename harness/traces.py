@@ -87,15 +87,16 @@ class TraceWriter:
         self.row_group_rows = row_group_rows
         self._columns: dict[str, list] = {name: [] for name in SCHEMA.names}
         self._buffered = 0
+        for stale in self.directory.glob("*.tmp"):  # a part that was being written when the run died
+            stale.unlink()
         parts = sorted(int(m.group(1)) for p in self.directory.iterdir() if (m := _PART.match(p.name)))
         self._next_part = parts[-1] + 1 if parts else 0
         self.resume_point = self._scan_existing() if parts else _ResumePoint(0, None)
         self._seq = self.resume_point.rows
-        for stale in self.directory.glob("*.tmp"):  # a part that was being written when the run died
-            stale.unlink()
 
     def _scan_existing(self) -> _ResumePoint:
-        table = pq.read_table(self.directory, columns=["run_id", "seq", "case_id"])
+        files = sorted(self.directory.glob("part-*.parquet"))
+        table = pq.read_table(files, columns=["run_id", "seq", "case_id"], schema=SCHEMA)
         mine = table.filter(pa.compute.equal(table["run_id"], self.run_id))
         if mine.num_rows == 0:
             return _ResumePoint(0, None)

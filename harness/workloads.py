@@ -6,12 +6,16 @@ links and nodes, and write down everything as a history (``checkers.history``) f
   good) or info (the outcome is unknown: a timeout).
 - ``transactions``: processes writing a few values per transaction to random partitions, committing
   or aborting; a committed transaction is ok, an aborted one fail.
+- ``group_consume``: consumers in one group subscribed to a topic, polling and committing while members'
+  links fail; each settled assignment (member, generation, partitions), each poll and each acknowledged
+  commit is written down, a poll after a reassignment noted as such (it may go back to a committed offset).
 - ``final_read``: after the faults end, every record of every partition read straight from the leaders,
   one poll per partition, so the checkers see the whole log (read_committed or not)."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
 import random
 import time
@@ -20,12 +24,12 @@ from collections.abc import Callable
 from kconform.codecs.messages import FetchRequest
 from kconform.codecs.records import iter_batches
 
-from .checkers.history import History, Poll, Send
+from .checkers.history import Assignment, Commit, History, Poll, Send
 from .client.errors import BrokerError, ClientError, DeliveryTimedOut, RequestTimedOut
 from .client.network import NetworkClient
 from .client.producer import Producer
 
-__all__ = ["final_read", "produce", "transactions"]
+__all__ = ["final_read", "group_consume", "produce", "transactions"]
 
 _UNKNOWN = (DeliveryTimedOut, RequestTimedOut, TimeoutError)
 
@@ -42,8 +46,10 @@ async def produce(
     rate: float = 200.0,
     seed: int = 0,
     clock: Callable[[], float] = time.monotonic,
+    stats: collections.Counter | None = None,
 ) -> None:
-    """Send unique values for ``seconds`` at about ``rate`` a second in all."""
+    """Send unique values for ``seconds`` at about ``rate`` a second in all; the producers' own counts
+    (requests, retries, errors by name) are added to ``stats``."""
     rng = random.Random(seed)
     deadline = clock() + seconds
 
@@ -62,6 +68,8 @@ async def produce(
                 )
                 await asyncio.sleep(processes / rate)
             await asyncio.gather(*pending)
+            if stats is not None and producer.sender is not None:
+                stats.update(producer.sender.stats)
 
     await asyncio.gather(*(worker(p) for p in range(processes)))
 
@@ -92,6 +100,8 @@ async def transactions(
     abort_ratio: float = 0.3,
     seed: int = 0,
     clock: Callable[[], float] = time.monotonic,
+    settings: dict | None = None,
+    stats: collections.Counter | None = None,
 ) -> None:
     rng = random.Random(seed)
     deadline = clock() + seconds
@@ -101,47 +111,160 @@ async def transactions(
             "bootstrap.servers": bootstrap,
             "transactional.id": f"chaos-{seed}-{process}",
             "transaction.timeout.ms": 10_000,
+            **(settings or {}),
         }
         async with Producer(config) as producer:
-            await producer.init_transactions()
-            n = 0
-            while clock() < deadline:
-                sends = []
-                for _ in range(per_transaction):
-                    sends.append(((topic, rng.randrange(partitions)), f"t{process}-{n}".encode()))
-                    n += 1
-                history.add(process, "invoke", [Send(tp, v) for tp, v in sends], transactional=True)
-                abort = rng.random() < abort_ratio
-                try:
-                    producer.begin_transaction()
-                    futures = [await producer.send(tp[0], v, partition=tp[1]) for tp, v in sends]
-                    if abort:
-                        await producer.flush()
-                        await producer.abort_transaction()
-                        history.add(process, "fail", [Send(tp, v) for tp, v in sends], transactional=True)
-                        continue
-                    await producer.commit_transaction()
-                    offsets = [(await f).offset for f in futures]
+            try:
+                await _transact(producer, process)
+            finally:
+                if stats is not None and producer.sender is not None:
+                    stats.update(producer.sender.stats)
+
+    async def _transact(producer: Producer, process: int) -> None:
+        await producer.init_transactions()
+        n = 0
+        while clock() < deadline:
+            sends = []
+            for _ in range(per_transaction):
+                sends.append(((topic, rng.randrange(partitions)), f"t{process}-{n}".encode()))
+                n += 1
+            history.add(
+                process,
+                "invoke",
+                [Send(tp, v) for tp, v in sends],
+                transactional=True,
+                time_ns=time.time_ns(),
+            )
+            abort = rng.random() < abort_ratio
+            try:
+                producer.begin_transaction()
+                futures = [await producer.send(tp[0], v, partition=tp[1]) for tp, v in sends]
+                if abort:
+                    await producer.flush()
+                    await producer.abort_transaction()
                     history.add(
                         process,
-                        "ok",
-                        [Send(tp, v, o) for (tp, v), o in zip(sends, offsets, strict=True)],
-                        transactional=True,
-                    )
-                except ClientError as exc:
-                    history.add(
-                        process,
-                        "info",
+                        "fail",
                         [Send(tp, v) for tp, v in sends],
                         transactional=True,
-                        note=str(exc)[:80],
+                        time_ns=time.time_ns(),
                     )
-                    try:
-                        await producer.abort_transaction()
-                    except ClientError:
-                        return  # the producer is fenced or failed: this process stops
+                    continue
+                await producer.commit_transaction()
+                offsets = [(await f).offset for f in futures]
+                history.add(
+                    process,
+                    "ok",
+                    [Send(tp, v, o) for (tp, v), o in zip(sends, offsets, strict=True)],
+                    transactional=True,
+                    time_ns=time.time_ns(),
+                )
+            except ClientError as exc:
+                history.add(
+                    process,
+                    "info",
+                    [Send(tp, v) for tp, v in sends],
+                    transactional=True,
+                    time_ns=time.time_ns(),
+                    note=str(exc)[:80],
+                )
+                try:
+                    await producer.abort_transaction()
+                except ClientError:
+                    return  # the producer is fenced or failed: this process stops
 
     await asyncio.gather(*(worker(p) for p in range(processes)))
+
+
+async def group_consume(
+    history: History,
+    bootstrap: str,
+    topic: str,
+    *,
+    group: str,
+    members: int = 3,
+    seconds: float = 5.0,
+    settings: dict | None = None,
+    first_process: int = 100,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """``members`` consumers of ``group`` poll ``topic`` for ``seconds``, committing after each poll."""
+    from .client.consumer import Consumer, ConsumerRebalanceListener
+
+    deadline = clock() + seconds
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "heartbeat.interval.ms": 300,
+        "session.timeout.ms": 6000,
+        "request.timeout.ms": 3000,
+        "max.poll.records": 100,
+        **(settings or {}),
+    }
+
+    class Recorder(ConsumerRebalanceListener):
+        def __init__(self, consumer_ref: list, process: int) -> None:
+            self.consumer_ref, self.process, self.moved = consumer_ref, process, True
+
+        def on_partitions_assigned(self, partitions) -> None:
+            consumer = self.consumer_ref[0]
+            generation, member = consumer.group.commit_generation
+            op = history.add(self.process, "info", [], time_ns=time.time_ns(), note="assignment")
+            history.assignments.append(
+                Assignment(op.index, group, generation, member, frozenset(consumer.assignment()))
+            )
+            self.moved = True
+
+        def on_partitions_revoked(self, partitions) -> None:
+            self.moved = True
+
+        def on_partitions_lost(self, partitions) -> None:
+            self.moved = True
+
+    async def member(process: int) -> None:
+        ref: list = []
+        listener = Recorder(ref, process)
+        consumer = Consumer(config, rebalance_listener=listener)
+        ref.append(consumer)
+        await consumer.start()
+        try:
+            consumer.subscribe([topic])
+            while clock() < deadline:
+                history.add(process, "invoke", [], time_ns=time.time_ns())
+                try:
+                    records = await consumer.poll(200)
+                except ClientError as exc:
+                    history.add(process, "fail", [], time_ns=time.time_ns(), note=str(exc)[:80])
+                    continue
+                read: dict = {}
+                for r in records:
+                    read.setdefault((r.topic, r.partition), []).append((r.offset, bytes(r.value)))
+                note = "rebalance" if listener.moved else ""
+                listener.moved = False
+                history.add(
+                    process,
+                    "ok",
+                    [Poll({tp: tuple(rs) for tp, rs in read.items()})],
+                    time_ns=time.time_ns(),
+                    note=note,
+                )
+                if read:
+                    positions = {tp: rs[-1][0] + 1 for tp, rs in read.items()}
+                    try:
+                        await consumer.commit(positions)
+                    except ClientError:
+                        continue  # refused (a rebalance, a lost link): the next owner re-reads
+                    op = history.add(process, "info", [], time_ns=time.time_ns(), note="commit")
+                    history.commits += [Commit(op.index, group, tp, o) for tp, o in positions.items()]
+        finally:
+            try:
+                await asyncio.wait_for(consumer.close(), 10)
+            except (ClientError, TimeoutError):
+                pass
+
+    await asyncio.gather(*(member(first_process + m) for m in range(members)))
 
 
 async def final_read(

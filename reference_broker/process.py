@@ -66,8 +66,10 @@ def start_broker_process(
     overrides: dict[str, str] | None = None,
     timeout: float = 30.0,
     env: dict[str, str] | None = None,
+    advertise: str | None = None,
 ) -> BrokerProcess:
-    """Start a broker and wait until it listens; port 0 picks a free port."""
+    """Start a broker and wait until it listens; port 0 picks a free port. ``advertise`` (HOST:PORT) is
+    the address the broker gives clients in metadata, e.g. a proxy in front of it."""
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [
@@ -84,6 +86,8 @@ def start_broker_process(
         "--log-level",
         os.environ.get("KCONFORM_BROKER_LOG_LEVEL", "WARNING"),
     ]
+    if advertise:
+        args += ["--advertise", advertise]
     args += [f"{k}={v}" for k, v in (overrides or {}).items()]
     environment = {**os.environ, **env} if env else None
     process = subprocess.Popen(

@@ -111,3 +111,12 @@ class RdkafkaMockTarget(Target):
 
     def describe(self) -> dict:
         return {**super().describe(), "brokers": self.brokers}
+
+    def broker_addresses(self) -> dict[int, tuple[str, int]]:
+        from .rdkafka_mock import broker_addresses
+
+        return broker_addresses(self.bootstrap)
+
+    def advertise(self, broker_id: int, host: str, port: int) -> None:
+        """Tell clients to reach ``broker_id`` at host:port from now on (a proxy in front of it)."""
+        self.command("set_broker_host_port", broker_id, host, port)

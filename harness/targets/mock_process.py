@@ -19,6 +19,7 @@ _COMMANDS = {
     "set_broker_up",
     "set_rtt",
     "set_partition_leader",
+    "set_broker_host_port",
     "push_request_errors",
 }
 

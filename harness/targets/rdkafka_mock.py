@@ -47,6 +47,7 @@ def _load(path: Path) -> ctypes.CDLL:
         "rd_kafka_mock_broker_set_up": (i, [p, ctypes.c_int32]),
         "rd_kafka_mock_broker_set_rtt": (i, [p, ctypes.c_int32, i]),
         "rd_kafka_mock_partition_set_leader": (i, [p, c, ctypes.c_int32, ctypes.c_int32]),
+        "rd_kafka_mock_broker_set_host_port": (i, [p, ctypes.c_int32, c, i]),
         "rd_kafka_mock_push_request_errors_array": (None, [p, ctypes.c_int16, ctypes.c_size_t, p]),
     }
     for name, (restype, argtypes) in signatures.items():
@@ -61,6 +62,15 @@ def _load(path: Path) -> ctypes.CDLL:
 # on JoinGroup v6 and SyncGroup v4 (the first flexible versions) and answers LeaveGroup v3 and v4 in a
 # shape neither version has. suites/client/test_consumer_live.py pins each of these.
 CLIENT_SETTINGS = {"kconform.api.version.max": "JoinGroup=5,SyncGroup=3,LeaveGroup=2"}
+
+
+def broker_addresses(bootstraps: str) -> dict[int, tuple[str, int]]:
+    """Where each mock broker listens: its bootstrap list holds them in broker id order, from 1."""
+    addresses = {}
+    for number, address in enumerate(bootstraps.split(","), start=1):
+        host, _, port = address.strip().rpartition(":")
+        addresses[number] = (host, int(port))
+    return addresses
 
 
 class RdkafkaMockCluster:
@@ -104,6 +114,14 @@ class RdkafkaMockCluster:
     def set_rtt(self, broker_id: int, rtt_ms: int) -> None:
         code = self._lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms)
         self._check(code, "broker_set_rtt")
+
+    def set_broker_host_port(self, broker_id: int, host: str, port: int) -> None:
+        """Advertise the broker at another address (a proxy in front of it) from now on."""
+        code = self._lib.rd_kafka_mock_broker_set_host_port(self._cluster, broker_id, host.encode(), port)
+        self._check(code, "broker_set_host_port")
+
+    def broker_addresses(self) -> dict[int, tuple[str, int]]:
+        return broker_addresses(self.bootstrap)
 
     def set_partition_leader(self, topic: str, partition: int, broker_id: int) -> None:
         self._check(

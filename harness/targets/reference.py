@@ -33,8 +33,12 @@ class ReferenceTarget(Target):
         data_dir: str | Path | None = None,
         overrides: dict[str, str] | None = None,
         planted: tuple[str, ...] = (),
+        port: int = 0,
+        advertise: str | None = None,
     ) -> None:
         super().__init__(name)
+        self.port = port  # fixed, so a restarted broker comes back where its proxy points
+        self.advertise = advertise
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self._owned_dir: Path | None = None
         self.overrides = dict(overrides or {})
@@ -42,16 +46,22 @@ class ReferenceTarget(Target):
         self.node = None
 
     def start(self) -> None:
-        from kconform.reference_broker.process import start_broker_process
-
-        directory = self._given_dir
+        directory = self._given_dir or self._owned_dir
         if directory is None:
             self._owned_dir = directory = Path(tempfile.mkdtemp(prefix="kconform-reference-"))
+        self._launch(directory)
+
+    def _launch(self, directory: Path) -> None:
+        from kconform.reference_broker.process import start_broker_process
+
         try:
             env = {"KCONFORM_PLANTED_BUGS": ",".join(self.planted)} if self.planted else None
-            self.node = start_broker_process(directory, overrides=self.overrides, env=env)
+            self.node = start_broker_process(
+                directory, port=self.port, overrides=self.overrides, env=env, advertise=self.advertise
+            )
         except RuntimeError as exc:
             raise TargetError(f"the reference broker did not start: {exc}") from exc
+        self.port = self.node.port  # a restart comes back on the same port
 
     def stop(self) -> None:
         if self.node is not None:
@@ -70,10 +80,21 @@ class ReferenceTarget(Target):
         return "\n".join(self.node.output[-20:]) if self.node is not None else ""
 
     def restart(self) -> None:
-        if self.node is not None and not self.node.alive():
-            self.node.stop()  # reaps the process; its data directory is kept and recovered on start
+        """Stop the broker (or reap it, if it died) and start it again on its data directory and port,
+        so it recovers its log as after a crash."""
+        if self.node is not None:
+            if self.node.alive():
+                self.node.thaw()
+            self.node.stop()
+            directory = self.node.data_dir
             self.node = None
-        super().restart()
+        else:
+            directory = self._given_dir or self._owned_dir
+        self._versions = None
+        if directory is None:
+            self.start()
+        else:
+            self._launch(directory)
 
     @property
     def bootstrap(self) -> str:

@@ -1,0 +1,348 @@
+"""Runs one chaos scenario on a proxied cluster: the nemesis and the workload together for the run's
+length, then a complete read once the faults are over, then the checkers.
+
+Trace rows, one per completed client operation (``api_version`` -1: the operation, not one exchange,
+e.g. a send with all its retries; outcome pass / error / timeout for ok / fail / info), carry the faults
+active when the operation began and the scenario's verdict. Each fault start and end is a row too, with
+``api_key`` -1, ``api_name`` "fault" and ``signature`` "<action> <fault label>"."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kconform.faults.nemesis import FaultEvent, Nemesis
+from kconform.faults.schedule import Schedule, Step
+
+from ..checkers import History, check_history, expected_anomalies
+from ..checkers.history import Op, Poll, Send
+from ..checkers.report import Verdict
+from ..traces import TraceRow, TraceWriter
+from ..workloads import final_read, group_consume, produce, transactions
+from .scenarios import Scenario
+from .topology import ProxiedCluster
+
+__all__ = ["ScenarioResult", "run_scenario"]
+
+PARTITIONS = 3
+_OUTCOME = {"ok": "pass", "fail": "error", "info": "timeout"}
+_BOOKKEEPING = ("assignment", "commit", "final read")  # history entries that are not client operations
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    target: str
+    duration: float
+    seed: int
+    promise: str
+    bites: str
+    verdicts: list[Verdict]
+    operations: dict[str, int]  # completed client operations by type (ok, fail, info)
+    stats: dict[str, int]  # the clients' own counters: requests, retries, errors by name, polls
+    faults: list[FaultEvent]
+    excerpts: dict[str, list[str]] = field(default_factory=dict)  # anomaly -> its smallest stretch
+    error: str = ""
+
+    @property
+    def violations(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.violation]
+
+    @property
+    def measured(self) -> dict[str, int]:
+        """Anomalies the settings allow, with how often they happened."""
+        return {v.anomaly: v.count for v in self.verdicts if v.allowed and v.count}
+
+    @property
+    def bit(self) -> bool:
+        return self.stats.get(self.bites, 0) > 0
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "error"
+        if self.violations:
+            return "violation"
+        if not all(event.ok for event in self.faults):
+            return "faults-not-applied"
+        return "pass" if self.bit else "faults-did-not-bite"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "target": self.target,
+            "verdict": self.verdict,
+            "promise": self.promise,
+            "duration_s": self.duration,
+            "seed": self.seed,
+            "operations": self.operations,
+            "client": self.stats,
+            "violations": {v.anomaly: v.count for v in self.violations},
+            "measured": self.measured,
+            "anomalies": [
+                {
+                    "anomaly": v.anomaly,
+                    "count": v.count,
+                    "allowed": v.allowed,
+                    "verdict": "violation" if v.violation else "allowed" if v.count else "ok",
+                    "detail": v.detail,
+                    "excerpt": self.excerpts.get(v.anomaly, []),
+                }
+                for v in self.verdicts
+            ],
+            "faults": [
+                {"at": e.at, "action": e.action, "fault": e.label, "ok": e.ok, "error": e.error}
+                for e in self.faults
+            ],
+            "error": self.error,
+        }
+
+
+def _allowed(scenario: Scenario) -> frozenset[str]:
+    s = scenario.settings
+    transactional = scenario.workload == "transactions"
+    idempotence = bool(s.get("enable.idempotence", True)) or transactional
+    allowed = set(
+        expected_anomalies(
+            acks=str(s.get("acks", "all")),
+            idempotence=idempotence,
+            retries=int(s.get("retries", 1)) > 0,
+            max_in_flight=int(s.get("max.in.flight.requests.per.connection", 5)),
+            isolation_level="read_committed",
+            transactional=transactional,
+            complete_reads=True,
+        )
+    )
+    if scenario.workload == "group":
+        # A member that takes a partition over starts at the last committed offset, which may be behind
+        # what the previous owner polled (commits can be refused mid-rebalance): Kafka promises
+        # at-least-once there, so polls across members may repeat or go back, never skip.
+        allowed |= {"nonmonotonic-poll", "int-nonmonotonic-poll"}
+    return frozenset(allowed)
+
+
+def _resolve_links(schedule: Schedule, cluster: ProxiedCluster) -> Schedule:
+    """``broker-N`` in a scenario means this cluster's proxy for broker N."""
+
+    def name(link: str) -> str:
+        if link.startswith("broker-") and link[7:].isdigit():
+            return cluster.link_name(int(link[7:]))
+        return link
+
+    steps = tuple(
+        Step(s.at, s.fault, tuple(name(x) for x in s.links), s.duration, s.params)
+        if s.kind in ("toxic", "link")
+        else s
+        for s in schedule.steps
+    )
+    return Schedule(steps, schedule.name)
+
+
+async def run_scenario(
+    scenario: Scenario,
+    cluster: ProxiedCluster,
+    *,
+    duration: float,
+    seed: int = 0,
+    traces: TraceWriter | None = None,
+    tick: Callable[[float], None] | None = None,
+) -> ScenarioResult:
+    """Run ``scenario`` for ``duration`` seconds; ``tick`` is called about every half second with the
+    fraction done (for a progress display)."""
+    topic = f"chaos-{scenario.name}-{seed}"
+    cluster.create_topic(topic, PARTITIONS)
+    settings = {**cluster.client_settings, **scenario.settings}
+    bootstrap = cluster.bootstrap
+    history = History()
+    stats: collections.Counter = collections.Counter()
+    nemesis = Nemesis(
+        _resolve_links(scenario.schedule(duration), cluster),
+        network=cluster.network,
+        processes=cluster.processes,
+        mock=cluster.mock,
+    )
+    started_ns = time.time_ns()
+
+    async def workload() -> None:
+        if scenario.workload == "produce":
+            await produce(
+                history,
+                bootstrap,
+                topic,
+                PARTITIONS,
+                settings=settings,
+                seconds=duration,
+                seed=seed,
+                stats=stats,
+            )
+        elif scenario.workload == "transactions":
+            await transactions(
+                history,
+                bootstrap,
+                topic,
+                PARTITIONS,
+                seconds=duration,
+                seed=seed,
+                settings=settings,
+                stats=stats,
+            )
+        else:
+            producer_settings = {**cluster.client_settings, "acks": "all", "enable.idempotence": True}
+            await asyncio.gather(
+                produce(
+                    history,
+                    bootstrap,
+                    topic,
+                    PARTITIONS,
+                    settings=producer_settings,
+                    seconds=duration,
+                    seed=seed,
+                    rate=100,
+                    stats=stats,
+                ),
+                group_consume(
+                    history,
+                    bootstrap,
+                    topic,
+                    group=f"{topic}-group",
+                    seconds=duration,
+                    settings=settings,
+                ),
+            )
+            stats["polls"] = sum(
+                1 for op in history.ops if op.type == "ok" and any(p.records for p in op.polls())
+            )
+
+    async def progress() -> None:
+        begun = time.monotonic()
+        while True:
+            if tick is not None:
+                tick(min((time.monotonic() - begun) / duration, 1.0))
+            await asyncio.sleep(0.5)
+
+    error = ""
+    ticker = asyncio.ensure_future(progress())
+    try:
+        await asyncio.gather(nemesis.run(duration), workload())
+        await final_read(
+            history,
+            bootstrap,
+            topic,
+            PARTITIONS,
+            read_committed=scenario.workload == "transactions",
+        )
+    except Exception as exc:  # noqa: BLE001 - a run that breaks is reported as such, with what it saw
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        ticker.cancel()
+    verdicts = check_history(history, _allowed(scenario))
+    completed = collections.Counter(
+        op.type for op in history.ops if op.type != "invoke" and op.note not in _BOOKKEEPING
+    )
+    result = ScenarioResult(
+        scenario.name,
+        cluster.kind,
+        duration,
+        seed,
+        scenario.promise,
+        scenario.bites,
+        verdicts,
+        dict(completed),
+        dict(stats),
+        list(nemesis.log),
+        {v.anomaly: [describe(history.ops[i]) for i in v.example[:20]] for v in verdicts if v.count},
+        error,
+    )
+    if traces is not None:
+        write_trace_rows(traces, result, history, topic, started_ns)
+    return result
+
+
+def describe(op: Op) -> str:
+    """One history line, Jepsen-style: index, process, type, what it did."""
+    parts = []
+    for mop in op.mops:
+        if isinstance(mop, Send):
+            at = f"@{mop.offset}" if mop.offset is not None else ""
+            parts.append(f"send {mop.partition[0]}-{mop.partition[1]} {_show(mop.value)}{at}")
+        elif isinstance(mop, Poll):
+            for (t, p), records in mop.records.items():
+                shown = " ".join(f"{o}:{_show(v)}" for o, v in records[:6])
+                more = f" (+{len(records) - 6})" if len(records) > 6 else ""
+                parts.append(f"poll {t}-{p} [{shown}{more}]")
+    note = f" ({op.note})" if op.note else ""
+    return f"{op.index} p{op.process} {op.type} " + "; ".join(parts) + note
+
+
+def _show(value: object) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def write_trace_rows(
+    traces: TraceWriter, result: ScenarioResult, history: History, topic: str, started_ns: int
+) -> None:
+    def active_at(seconds: float) -> list[str]:
+        on: dict[str, int] = {}
+        for event in result.faults:
+            if event.at > seconds:
+                break
+            if event.action == "start":
+                on[event.label] = on.get(event.label, 0) + 1
+            elif event.action == "end":
+                on[event.label] = on.get(event.label, 0) - 1
+        return sorted(label for label, n in on.items() if n > 0)
+
+    verdict = result.verdict
+    target = result.target
+    invoked: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
+    for op in history.ops:
+        first = next(iter(op.sends()), None)
+        key = (op.process, first.value if first is not None else None)
+        if op.type == "invoke":
+            invoked[key].append(op)
+            continue
+        if op.note in _BOOKKEEPING:
+            continue
+        start = invoked[key].popleft() if invoked[key] else None
+        begun_ns = start.time_ns if start is not None and start.time_ns else op.time_ns
+        if op.transactional:
+            api_key, api_name = 26, "EndTxn"
+        elif first is not None:
+            api_key, api_name = 0, "Produce"
+        else:
+            api_key, api_name = 1, "Fetch"
+        traces.append(
+            TraceRow(
+                target=target,
+                api_key=api_key,
+                api_version=-1,
+                outcome=_OUTCOME.get(op.type, "error"),
+                case_id=result.scenario,
+                api_name=api_name,
+                latency_us=max(0, (op.time_ns - begun_ns) // 1000) if op.time_ns else None,
+                topics=[topic],
+                faults=active_at((begun_ns - started_ns) / 1e9),
+                verdict=verdict,
+                started_at_us=begun_ns // 1000 if begun_ns else None,
+            )
+        )
+    for event in result.faults:
+        traces.append(
+            TraceRow(
+                target=target,
+                api_key=-1,
+                api_version=-1,
+                outcome="pass" if event.ok else "error",
+                case_id=result.scenario,
+                api_name="fault",
+                signature=f"{event.action} {event.label}",
+                faults=[event.label],
+                verdict=verdict,
+                started_at_us=(started_ns + int(event.at * 1e9)) // 1000,
+            )
+        )
+    traces.flush()

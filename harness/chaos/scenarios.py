@@ -1,0 +1,124 @@
+"""The scenario catalogue (``catalogue.toml``): what each scenario runs, under which faults, and what
+Kafka promises there. ``Scenario.schedule(duration)`` turns its storms into a nemesis schedule for a run
+of that length: pure, so the same scenario and duration always give the same faults."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from kconform.faults.schedule import FAULTS, Schedule, ScheduleError, Step, parse_duration
+
+__all__ = ["CatalogueError", "Scenario", "Storm", "load_catalogue", "QUIET_TAIL"]
+
+WORKLOADS = ("produce", "transactions", "group")
+TARGETS = ("reference", "rdkafka-mock")
+START = 0.5  # seconds of calm before the first fault, so clients connect first
+
+
+class CatalogueError(ValueError):
+    """A catalogue entry that cannot run; the message names the scenario and the field."""
+
+
+def QUIET_TAIL(duration: float) -> float:  # noqa: N802 - reads as a constant of the run
+    """The calm end of a run (no new faults), so retries and rebalances settle before the checks."""
+    return max(1.5, 0.25 * duration)
+
+
+@dataclass(frozen=True)
+class Storm:
+    fault: str
+    on: float
+    off: float
+    params: dict[str, Any] = field(default_factory=dict)
+    links: tuple[str, ...] = ("*",)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    workload: str
+    promise: str
+    bites: str
+    settings: dict[str, Any]
+    storms: tuple[Storm, ...]
+    targets: tuple[str, ...] = TARGETS
+
+    def schedule(self, duration: float) -> Schedule:
+        """Each storm's fault on for ``on`` and off for ``off``, from START to the quiet tail."""
+        end = duration - QUIET_TAIL(duration)
+        steps = []
+        for storm in self.storms:
+            params = {**FAULTS[storm.fault][1], **storm.params}
+            t = START
+            while t < end:
+                length = min(storm.on, end - t)
+                steps.append(Step(round(t, 3), storm.fault, storm.links, round(length, 3), params))
+                t += storm.on + storm.off
+        return Schedule(tuple(sorted(steps, key=lambda s: s.at)), self.name)
+
+    def allowed_on(self, target: str) -> bool:
+        return target in self.targets
+
+
+def _storm(name: str, raw: Any) -> Storm:
+    if not isinstance(raw, dict):
+        raise CatalogueError(f"{name}: each storm is a table")
+    unknown = set(raw) - {"fault", "on", "off", "params", "links"}
+    if unknown:
+        raise CatalogueError(f"{name}: unknown storm key(s) {', '.join(sorted(unknown))}")
+    fault = raw.get("fault")
+    if fault not in FAULTS:
+        raise CatalogueError(f"{name}: fault {fault!r} is not one of {', '.join(FAULTS)}")
+    extra = set(raw.get("params", {})) - set(FAULTS[fault][1])
+    if extra:
+        raise CatalogueError(f"{name}: {fault} does not take {', '.join(sorted(extra))}")
+    try:
+        on, off = parse_duration(raw.get("on", "1s")), parse_duration(raw.get("off", "1s"))
+    except ScheduleError as exc:
+        raise CatalogueError(f"{name}: {exc}") from None
+    if on <= 0 or off < 0:
+        raise CatalogueError(f"{name}: on must be > 0 and off >= 0")
+    links = raw.get("links", ["*"])
+    return Storm(fault, on, off, dict(raw.get("params", {})), tuple(links))
+
+
+def scenarios_from_data(data: dict) -> dict[str, Scenario]:
+    out = {}
+    for name, raw in data.items():
+        if not isinstance(raw, dict):
+            raise CatalogueError(f"{name}: expected a table")
+        unknown = set(raw) - {"description", "workload", "promise", "bites", "settings", "storm", "targets"}
+        if unknown:
+            raise CatalogueError(f"{name}: unknown key(s) {', '.join(sorted(unknown))}")
+        workload = raw.get("workload")
+        if workload not in WORKLOADS:
+            raise CatalogueError(f"{name}: workload {workload!r} is not one of {', '.join(WORKLOADS)}")
+        targets = tuple(raw.get("targets", TARGETS))
+        if not set(targets) <= set(TARGETS):
+            raise CatalogueError(f"{name}: targets must be among {', '.join(TARGETS)}")
+        out[name] = Scenario(
+            name=name,
+            description=str(raw.get("description", "")),
+            workload=workload,
+            promise=str(raw.get("promise", "")),
+            bites=str(raw.get("bites", "requests")),
+            settings=dict(raw.get("settings", {})),
+            storms=tuple(_storm(name, s) for s in raw.get("storm", [])),
+            targets=targets,
+        )
+    return out
+
+
+def load_catalogue(text: str | None = None) -> dict[str, Scenario]:
+    """The built-in catalogue, or one given as TOML text."""
+    if text is None:
+        text = resources.files("kconform.harness.chaos").joinpath("catalogue.toml").read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogueError(f"the catalogue is not valid TOML: {exc}") from None
+    return scenarios_from_data(data)
