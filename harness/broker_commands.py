@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -82,6 +83,17 @@ def broker(
     asyncio.run(_run(node, host, port))
 
 
+async def _stop_when_orphaned(stop: asyncio.Event) -> None:
+    """A broker started for a harness (KCONFORM_PARENT_PID) shuts down cleanly once that process is
+    gone, so a harness that is killed leaves no broker behind."""
+    parent = os.environ.get("KCONFORM_PARENT_PID")
+    if not parent or not parent.isdigit():
+        return
+    while os.getppid() == int(parent):
+        await asyncio.sleep(1.0)
+    stop.set()
+
+
 async def _run(node, host: str, port: int) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -94,8 +106,10 @@ async def _run(node, host: str, port: int) -> None:
         message = f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another --listen)"
         raise click.ClickException(message) from None
     print(f"kconform broker {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
+    watch = asyncio.ensure_future(_stop_when_orphaned(stop))
     try:
         await stop.wait()
     finally:
+        watch.cancel()
         await node.stop()
         print(f"kconform broker {node.node_id} stopped cleanly", file=sys.stderr, flush=True)

@@ -89,7 +89,7 @@ def start_broker_process(
     if advertise:
         args += ["--advertise", advertise]
     args += [f"{k}={v}" for k, v in (overrides or {}).items()]
-    environment = {**os.environ, **env} if env else None
+    environment = {**os.environ, **(env or {}), "KCONFORM_PARENT_PID": str(os.getpid())}
     process = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment
     )
