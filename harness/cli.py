@@ -8,6 +8,7 @@ from .bench.commands import bench
 from .broker_commands import broker
 from .codecs_commands import codecs
 from .diff_commands import diff, repro
+from .toxiproxy_commands import toxiproxy
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,6 +22,7 @@ cli.add_command(bench)
 cli.add_command(broker)
 cli.add_command(diff)
 cli.add_command(repro)
+cli.add_command(toxiproxy)
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ class ToxiproxyApi:
         self.proxies: dict[str, Proxy] = {}
         self._server: asyncio.base_events.Server | None = None
         self._lock = asyncio.Lock()
+        self._clients: set[asyncio.StreamWriter] = set()
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port)
@@ -45,10 +46,14 @@ class ToxiproxyApi:
             await self._server.wait_closed()
         for proxy in self.proxies.values():
             await proxy.stop()
+        for writer in list(self._clients):
+            writer.close()
+        await asyncio.sleep(0)  # let the transports finish closing
 
     # ---- HTTP -----------------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._clients.add(writer)
         try:
             while True:
                 request = await _read_request(reader)
@@ -65,6 +70,7 @@ class ToxiproxyApi:
         except _BadHttp as exc:
             _write_response(writer, exc.status, {"error": str(exc), "status": exc.status}, False)
         finally:
+            self._clients.discard(writer)
             writer.close()
 
     async def handle(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:

@@ -70,17 +70,16 @@ class _Pipe:
                         leave = state.on_end(leave)
                     self._push(None, leave)
                     return
-                pieces = [(data, now)]
+                pieces, effects = [(data, now)], []
                 for state in list(self.toxics.values()):
-                    effects = [state.on_data(d, t) for d, t in pieces]
-                    pieces = [p for e in effects for p in e.pieces]
-                    for e in effects:
-                        self._apply(e)
-                    if self.conn.closed:
-                        return
+                    results = [state.on_data(d, t) for d, t in pieces]
+                    pieces = [p for r in results for p in r.pieces]
+                    effects += results
                 for d, t in pieces:
                     self._push(d, t)
-                if self.closing:
+                for effect in effects:  # after the pieces: a close comes once they are sent
+                    self._apply(effect)
+                if self.closing or self.conn.closed:
                     return
         except (ConnectionError, OSError):
             self.conn.close()

@@ -133,6 +133,7 @@ class Proxy:
         for conn in list(self.connections):
             conn.close()
         self.enabled = False
+        await asyncio.sleep(0)  # let the closed transports finish
 
     async def update(self, body: dict[str, Any]) -> None:
         listen = body.get("listen", self.listen)

@@ -30,6 +30,7 @@ class EmbeddedToxiproxy:
 
         def run() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._loop = loop
             self._api = ToxiproxyApi()
             try:
@@ -42,6 +43,11 @@ class EmbeddedToxiproxy:
             ready.set()
             loop.run_forever()
             loop.run_until_complete(self._api.stop())
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
         self._thread = threading.Thread(target=run, name="kconform-toxiproxy", daemon=True)
