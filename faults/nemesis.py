@@ -144,7 +144,10 @@ class Nemesis:
             return self._need(self.network, step).links()
         if step.kind == "process":
             return self._need(self.processes, step).nodes()
-        return ["1"]
+        hooks = self._need(self.mock, step)
+        if step.fault == "request_errors" or not hasattr(hooks, "nodes"):
+            return ["1"]  # request errors are queued cluster-wide: applied once
+        return hooks.nodes()
 
     @staticmethod
     def _need(driver, step: Step):

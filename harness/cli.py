@@ -6,6 +6,7 @@ import click
 
 from .bench.commands import bench
 from .broker_commands import broker
+from .chaos_commands import chaos
 from .codecs_commands import codecs
 from .diff_commands import diff, repro
 from .toxiproxy_commands import toxiproxy
@@ -23,6 +24,7 @@ cli.add_command(broker)
 cli.add_command(diff)
 cli.add_command(repro)
 cli.add_command(toxiproxy)
+cli.add_command(chaos)
 
 
 def main() -> None:

@@ -70,6 +70,7 @@ async def produce(
             await asyncio.gather(*pending)
             if stats is not None and producer.sender is not None:
                 stats.update(producer.sender.stats)
+                stats.update(producer.client.stats)
 
     await asyncio.gather(*(worker(p) for p in range(processes)))
 
@@ -119,6 +120,7 @@ async def transactions(
             finally:
                 if stats is not None and producer.sender is not None:
                     stats.update(producer.sender.stats)
+                    stats.update(producer.client.stats)
 
     async def _transact(producer: Producer, process: int) -> None:
         await producer.init_transactions()
@@ -187,8 +189,10 @@ async def group_consume(
     settings: dict | None = None,
     first_process: int = 100,
     clock: Callable[[], float] = time.monotonic,
+    stats: collections.Counter | None = None,
 ) -> None:
-    """``members`` consumers of ``group`` poll ``topic`` for ``seconds``, committing after each poll."""
+    """``members`` consumers of ``group`` poll ``topic`` for ``seconds``, committing after each poll;
+    their network counters (reconnects, connect failures) are added to ``stats``."""
     from .client.consumer import Consumer, ConsumerRebalanceListener
 
     deadline = clock() + seconds
@@ -259,6 +263,8 @@ async def group_consume(
                     op = history.add(process, "info", [], time_ns=time.time_ns(), note="commit")
                     history.commits += [Commit(op.index, group, tp, o) for tp, o in positions.items()]
         finally:
+            if stats is not None:
+                stats.update(consumer.client.stats)
             try:
                 await asyncio.wait_for(consumer.close(), 10)
             except (ClientError, TimeoutError):

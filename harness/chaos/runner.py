@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -154,7 +155,7 @@ async def run_scenario(
     """Run ``scenario`` for ``duration`` seconds; ``tick`` is called about every half second with the
     fraction done (for a progress display)."""
     topic = f"chaos-{scenario.name}-{seed}"
-    cluster.create_topic(topic, PARTITIONS)
+    await asyncio.to_thread(cluster.create_topic, topic, PARTITIONS)
     settings = {**cluster.client_settings, **scenario.settings}
     bootstrap = cluster.bootstrap
     history = History()
@@ -213,6 +214,7 @@ async def run_scenario(
                     settings=settings,
                 ),
             )
+            stats["assignments"] = len(history.assignments)
             stats["polls"] = sum(
                 1 for op in history.ops if op.type == "ok" and any(p.records for p in op.polls())
             )
@@ -240,6 +242,7 @@ async def run_scenario(
     finally:
         ticker.cancel()
     verdicts = check_history(history, _allowed(scenario))
+    stats.update(slowdown(history, nemesis.log, started_ns))
     completed = collections.Counter(
         op.type for op in history.ops if op.type != "invoke" and op.note not in _BOOKKEEPING
     )
@@ -282,32 +285,53 @@ def _show(value: object) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def write_trace_rows(
-    traces: TraceWriter, result: ScenarioResult, history: History, topic: str, started_ns: int
-) -> None:
-    def active_at(seconds: float) -> list[str]:
-        on: dict[str, int] = {}
-        for event in result.faults:
-            if event.at > seconds:
-                break
-            if event.action == "start":
-                on[event.label] = on.get(event.label, 0) + 1
-            elif event.action == "end":
-                on[event.label] = on.get(event.label, 0) - 1
-        return sorted(label for label, n in on.items() if n > 0)
+def active_faults(faults: list[FaultEvent], seconds: float) -> list[str]:
+    """The faults in force ``seconds`` into the run, by the nemesis log."""
+    on: dict[str, int] = {}
+    for event in faults:
+        if event.at > seconds:
+            break
+        if event.action == "start":
+            on[event.label] = on.get(event.label, 0) + 1
+        elif event.action == "end":
+            on[event.label] = on.get(event.label, 0) - 1
+    return sorted(label for label, n in on.items() if n > 0)
 
-    verdict = result.verdict
-    target = result.target
+
+def timed_operations(history: History):
+    """Each completed client operation with the invoke that began it: (invoke or None, completion)."""
     invoked: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
     for op in history.ops:
         first = next(iter(op.sends()), None)
         key = (op.process, first.value if first is not None else None)
         if op.type == "invoke":
             invoked[key].append(op)
+        elif op.note not in _BOOKKEEPING:
+            yield (invoked[key].popleft() if invoked[key] else None), op
+
+
+def slowdown(history: History, faults: list[FaultEvent], started_ns: int) -> dict[str, int]:
+    """Median operation latency (ms) begun under a fault and begun in calm, and whether faults slowed
+    clients (``slower``: 1 when the faulted median is at least 1.5x and 5 ms above the calm one)."""
+    faulted, calm = [], []
+    for start, op in timed_operations(history):
+        if start is None or not start.time_ns or not op.time_ns:
             continue
-        if op.note in _BOOKKEEPING:
-            continue
-        start = invoked[key].popleft() if invoked[key] else None
+        latency = (op.time_ns - start.time_ns) / 1e6
+        (faulted if active_faults(faults, (start.time_ns - started_ns) / 1e9) else calm).append(latency)
+    if not faulted or not calm:
+        return {}
+    f, c = statistics.median(faulted), statistics.median(calm)
+    return {"p50_ms_faulted": round(f), "p50_ms_calm": round(c), "slower": int(f >= 1.5 * c and f - c >= 5)}
+
+
+def write_trace_rows(
+    traces: TraceWriter, result: ScenarioResult, history: History, topic: str, started_ns: int
+) -> None:
+    verdict = result.verdict
+    target = result.target
+    for start, op in timed_operations(history):
+        first = next(iter(op.sends()), None)
         begun_ns = start.time_ns if start is not None and start.time_ns else op.time_ns
         if op.transactional:
             api_key, api_name = 26, "EndTxn"
@@ -325,7 +349,7 @@ def write_trace_rows(
                 api_name=api_name,
                 latency_us=max(0, (op.time_ns - begun_ns) // 1000) if op.time_ns else None,
                 topics=[topic],
-                faults=active_at((begun_ns - started_ns) / 1e9),
+                faults=active_faults(result.faults, (begun_ns - started_ns) / 1e9),
                 verdict=verdict,
                 started_at_us=begun_ns // 1000 if begun_ns else None,
             )

@@ -177,6 +177,9 @@ class ProxiedCluster:
 
     def create_topic(self, name: str, partitions: int) -> None:
         self.target.create_topic(name, partitions, min(3, self.brokers))
+        if isinstance(self.target, RdkafkaMockTarget):  # leaders spread in order: broker 1 leads 0
+            for partition in range(partitions):
+                self.target.faults.move_leader(name, partition, partition % self.brokers + 1)
 
     def link_name(self, node_id: int) -> str:
         return f"{self.prefix}-broker-{node_id}"

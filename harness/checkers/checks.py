@@ -30,6 +30,7 @@ class _Index:
     def __init__(self, history: History) -> None:
         self.history = history
         self.write_ok: dict[object, tuple[tuple, int, Op]] = {}  # value -> (partition, offset, op)
+        self.write_ok_blind: dict[object, tuple[tuple, Op]] = {}  # acknowledged with no offset (acks=0)
         self.write_status: dict[object, str] = {}  # value -> ok / fail / info
         self.writer: dict[object, Op] = {}
         self.reads: list[tuple[Op, tuple, list[tuple[int, object]]]] = []  # (op, partition, records)
@@ -44,6 +45,8 @@ class _Index:
             for send in op.sends():
                 self.write_status[send.value] = op.type
                 self.writer[send.value] = op
+                if op.type == "ok" and send.offset is None:
+                    self.write_ok_blind[send.value] = (send.partition, op)
                 if op.type == "ok" and send.offset is not None:
                     self.write_ok[send.value] = (send.partition, send.offset, op)
                     self.seen_at[send.partition][send.offset].add(send.value)
@@ -130,6 +133,20 @@ def lost_writes(ix: _Index) -> list[Finding]:
                     "lost-write",
                     (op.index, *passing[:1]),
                     f"{value!r} acknowledged at {partition} offset {offset}, never read",
+                )
+            )
+    # Acknowledged without an offset (acks=0): lost when a read of its partition that began after the
+    # acknowledgement did not see it.
+    for value, (partition, op) in ix.write_ok_blind.items():
+        if value in ix.readers:
+            continue
+        later = [r.index for r, p, _ in ix.reads if p == partition and r.index > op.index]
+        if later:
+            out.append(
+                Finding(
+                    "lost-write",
+                    (op.index, later[0]),
+                    f"{value!r} acknowledged (no offset: acks=0) for {partition}, not in a later read",
                 )
             )
     return out

@@ -8,6 +8,7 @@ when tracking is ``None`` (a consumer subscribed to a pattern)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -74,11 +75,13 @@ class NetworkClient:
         self.retry_backoff = retry_backoff_ms / 1000
         self.clock = clock
         self.version_caps = dict(version_caps or {})
+        self.stats: collections.Counter[str] = collections.Counter()  # reconnects, connect_failures
         self.metadata = ClusterMetadata()
         self.metadata_updated_at = float("-inf")
         self.tracked_topics: set[str] | None = set()
         self.allow_auto_create = False
         self._connections: dict[int, BrokerConnection] = {}
+        self._opened: set[int] = set()  # nodes connected to before, so a new connection is a reconnect
         self._connecting: dict[int, asyncio.Future] = {}
         self._bootstrap_conn: BrokerConnection | None = None
         self._refresh: asyncio.Task | None = None
@@ -119,7 +122,20 @@ class NetworkClient:
         return await asyncio.shield(pending)
 
     async def _open(self, broker: BrokerInfo) -> BrokerConnection:
-        conn = await BrokerConnection.connect(
+        try:
+            conn = await self._connect(broker)
+        except ConnectionLost:
+            self.stats["connect_failures"] += 1
+            raise
+        conn.version_caps = self.version_caps
+        if broker.node_id in self._opened:
+            self.stats["reconnects"] += 1
+        self._opened.add(broker.node_id)
+        self._connections[broker.node_id] = conn
+        return conn
+
+    async def _connect(self, broker: BrokerInfo) -> BrokerConnection:
+        return await BrokerConnection.connect(
             broker.host,
             broker.port,
             node_id=broker.node_id,
@@ -127,9 +143,6 @@ class NetworkClient:
             request_timeout=self.request_timeout,
             connect_timeout=self.connect_timeout,
         )
-        conn.version_caps = self.version_caps
-        self._connections[broker.node_id] = conn
-        return conn
 
     async def any_connection(self) -> BrokerConnection:
         """A live connection to some broker: one already open, else a known broker, else bootstrap."""

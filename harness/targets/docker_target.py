@@ -101,8 +101,15 @@ class NodeSpec:
         return "broker" in self.roles.split(",")
 
 
-def node_specs(run_id: str, brokers: int, host_ports: list[int], *, cluster_id: str,
-               heap: str = DEFAULT_HEAP, extra_env: dict[str, str] | None = None) -> list[NodeSpec]:
+def node_specs(
+    run_id: str,
+    brokers: int,
+    host_ports: list[int],
+    *,
+    cluster_id: str,
+    heap: str = DEFAULT_HEAP,
+    extra_env: dict[str, str] | None = None,
+) -> list[NodeSpec]:
     """The containers of a cluster, in start order (controller first). Pure: no Docker involved."""
     if brokers < 1:
         raise TargetError(f"docker target: the broker count must be at least 1, not {brokers}")
@@ -136,7 +143,8 @@ def node_specs(run_id: str, brokers: int, host_ports: list[int], *, cluster_id: 
         if "controller" in roles:
             listeners = f"CONTROLLER://:{CONTROLLER_PORT}," + listeners
         env = {
-            **common, **broker_env,
+            **common,
+            **broker_env,
             "KAFKA_NODE_ID": str(node_id),
             "KAFKA_PROCESS_ROLES": roles,
             "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
@@ -211,8 +219,9 @@ async def fetch_broker_ids(address: str, timeout: float = 10.0) -> set[int]:
         await conn.wait_closed()
 
 
-async def cluster_ready(addresses: dict[int, str], *, fetch_versions=fetch_api_versions,
-                        fetch_ids=fetch_broker_ids) -> str | None:
+async def cluster_ready(
+    addresses: dict[int, str], *, fetch_versions=fetch_api_versions, fetch_ids=fetch_broker_ids
+) -> str | None:
     """None when every broker answers ApiVersions and Metadata lists all of them; else what is missing."""
     for node_id, address in addresses.items():
         try:
@@ -230,9 +239,16 @@ async def cluster_ready(addresses: dict[int, str], *, fetch_versions=fetch_api_v
     return None
 
 
-def wait_until_ready(addresses: dict[int, str], *, timeout: float, check=None, alive=None,
-                     clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                     interval: float = 1.0) -> None:
+def wait_until_ready(
+    addresses: dict[int, str],
+    *,
+    timeout: float,
+    check=None,
+    alive=None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    interval: float = 1.0,
+) -> None:
     """Poll ``check`` (``cluster_ready`` by default) until it reports nothing missing; raises TargetError
     on timeout, or as soon as ``alive()`` returns a reason the cluster cannot come up."""
     check = check or (lambda addrs: asyncio.run(cluster_ready(addrs)))
@@ -286,13 +302,23 @@ class _ContainerFaults(FaultHooks):
 class DockerTarget(Target):
     kind = "docker"
 
-    def __init__(self, name: str | None = None, *, version: str | None = None, brokers: int = 1,
-                 client: Any = None, image: str | None = None, startup_timeout: float = 120.0,
-                 logs_dir: str | Path | None = None, heap: str = DEFAULT_HEAP,
-                 extra_env: dict[str, str] | None = None, ports: Callable[[int], list[int]] = free_ports,
-                 readiness: Callable[[dict[int, str]], str | None] | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        version: str | None = None,
+        brokers: int = 1,
+        client: Any = None,
+        image: str | None = None,
+        startup_timeout: float = 120.0,
+        logs_dir: str | Path | None = None,
+        heap: str = DEFAULT_HEAP,
+        extra_env: dict[str, str] | None = None,
+        ports: Callable[[int], list[int]] = free_ports,
+        readiness: Callable[[dict[int, str]], str | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         super().__init__(name)
         if brokers < 1:
             raise TargetError(f"docker target: the broker count must be at least 1, not {brokers}")
@@ -328,8 +354,14 @@ class DockerTarget(Target):
             self._client = _connect_engine()
         try:
             self._ensure_image()
-            self.specs = node_specs(self.run_id, self.brokers, self._ports(self.brokers),
-                                    cluster_id=new_cluster_id(), heap=self.heap, extra_env=self.extra_env)
+            self.specs = node_specs(
+                self.run_id,
+                self.brokers,
+                self._ports(self.brokers),
+                cluster_id=new_cluster_id(),
+                heap=self.heap,
+                extra_env=self.extra_env,
+            )
         except BaseException:
             self.stop()
             raise
@@ -338,8 +370,14 @@ class DockerTarget(Target):
             for spec in self.specs:
                 self._containers[spec.node_id] = self._run(spec)
             addresses = {s.node_id: f"127.0.0.1:{s.host_port}" for s in self.specs if s.is_broker}
-            wait_until_ready(addresses, timeout=self.startup_timeout, check=self._readiness,
-                             alive=self._first_dead, clock=self._clock, sleep=self._sleep)
+            wait_until_ready(
+                addresses,
+                timeout=self.startup_timeout,
+                check=self._readiness,
+                alive=self._first_dead,
+                clock=self._clock,
+                sleep=self._sleep,
+            )
         except TargetError as exc:
             where = self._save_logs()
             self.stop()
@@ -458,8 +496,13 @@ class DockerTarget(Target):
         return self._containers[node_id]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "image": self.image, "version": self.version, "brokers": self.brokers,
-                "run_id": self.run_id}
+        return {
+            **super().describe(),
+            "image": self.image,
+            "version": self.version,
+            "brokers": self.brokers,
+            "run_id": self.run_id,
+        }
 
 
 def cleanup_stale(client: Any = None, run_ids: Iterable[str] | None = None) -> list[str]:
@@ -471,7 +514,7 @@ def cleanup_stale(client: Any = None, run_ids: Iterable[str] | None = None) -> l
     removed: list[str] = []
 
     def ours(obj) -> bool:
-        labels = (obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {})
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
         return LABEL in labels and (wanted is None or labels[LABEL] in wanted)
 
     for container in client.containers.list(all=True, filters={"label": LABEL}):

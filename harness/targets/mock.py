@@ -16,6 +16,9 @@ class _MockFaults(FaultHooks):
     def __init__(self, target: RdkafkaMockTarget) -> None:
         self._target = target
 
+    def nodes(self) -> list[str]:
+        return [str(n) for n in range(1, self._target.brokers + 1)]
+
     def broker_down(self, node_id: int) -> None:
         self._target.command("set_broker_down", node_id)
 
