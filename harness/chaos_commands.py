@@ -92,7 +92,9 @@ def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
         )
 
     table = Table(title=f"kconform chaos on {target} ({duration} each)")
-    for column in ("scenario", "verdict", "ok / fail / info", "retries", "violations", "allowed, measured"):
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for column in ("ok/fail/info", "felt as", "violations", "allowed, measured"):
         table.add_column(column)
     for r in results:
         ops = r.operations
@@ -100,8 +102,8 @@ def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
         table.add_row(
             r.scenario,
             f"[{colour}]{r.verdict}[/{colour}]",
-            f"{ops.get('ok', 0)} / {ops.get('fail', 0)} / {ops.get('info', 0)}",
-            str(r.stats.get("retries", 0)),
+            f"{ops.get('ok', 0)}/{ops.get('fail', 0)}/{ops.get('info', 0)}",
+            f"{r.bites} {r.stats.get(r.bites, 0)}",
             ", ".join(f"{v.anomaly} {v.count}" for v in r.violations) or "-",
             ", ".join(f"{k} {n}" for k, n in r.measured.items()) or "-",
         )
