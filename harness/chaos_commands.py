@@ -114,7 +114,7 @@ def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
             console.print(f"[red]{r.scenario}: {r.error}[/red]")
         for v in r.violations:
             console.print(f"[red]{r.scenario}: {v.anomaly} x{v.count}: {v.detail}[/red]")
-        if r.verdict in ("faults-did-not-bite", "faults-not-applied"):
+        if r.verdict in ("faults-did-not-bite", "faults-not-applied", "no-progress"):
             console.print(
                 f"[yellow]{r.scenario}: {r.verdict}: the run proves nothing (a longer --duration "
                 f"gives the faults more chances)[/yellow]"

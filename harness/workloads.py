@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Callable
 
+from kconform.codecs import DecodeError
 from kconform.codecs.messages import FetchRequest
 from kconform.codecs.records import iter_batches
 
@@ -239,7 +240,7 @@ async def group_consume(
                 history.add(process, "invoke", [], time_ns=time.time_ns())
                 try:
                     records = await consumer.poll(200)
-                except ClientError as exc:
+                except (ClientError, DecodeError) as exc:  # DecodeError: a broker's malformed answer
                     history.add(process, "fail", [], time_ns=time.time_ns(), note=str(exc)[:80])
                     continue
                 read: dict = {}

@@ -3,9 +3,9 @@
 
 ``chaos.json`` (schema 1) is ``{"schema": 1, "run_id": ..., "target": ..., "toxiproxy": {"kind", "url"},
 "results": [ScenarioResult.to_json(), ...]}``; every result names its scenario, target, verdict (pass,
-violation, faults-did-not-bite, faults-not-applied, error), the promise, the client's counters, each
-anomaly class with its count, whether the settings allow it, and the smallest stretch of history that
-shows it, and the fault log."""
+violation, faults-did-not-bite, faults-not-applied, no-progress, error), the promise, the client's
+counters, each anomaly class with its count, whether the settings allow it, and the smallest stretch of
+history that shows it, and the fault log."""
 
 from __future__ import annotations
 

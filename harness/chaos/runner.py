@@ -70,7 +70,16 @@ class ScenarioResult:
             return "violation"
         if not all(event.ok for event in self.faults):
             return "faults-not-applied"
+        if not self.progressed:
+            return "no-progress"
         return "pass" if self.bit else "faults-did-not-bite"
+
+    @property
+    def progressed(self) -> bool:
+        """The workload did its work at all: sends acknowledged, and for a group, records polled."""
+        if self.operations.get("ok", 0) == 0:
+            return False
+        return self.stats.get("polls", 1) > 0 and self.stats.get("assignments", 1) > 0
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -46,6 +46,7 @@ class Scenario:
     settings: dict[str, Any]
     storms: tuple[Storm, ...]
     targets: tuple[str, ...] = TARGETS
+    start: float = START  # calm before the first fault
 
     def schedule(self, duration: float) -> Schedule:
         """Each storm's fault on for ``on`` and off for ``off``, from START to the quiet tail."""
@@ -53,7 +54,7 @@ class Scenario:
         steps = []
         for storm in self.storms:
             params = {**FAULTS[storm.fault][1], **storm.params}
-            t = START
+            t = self.start
             while t < end:
                 length = min(storm.on, end - t)
                 steps.append(Step(round(t, 3), storm.fault, storm.links, round(length, 3), params))
@@ -86,12 +87,20 @@ def _storm(name: str, raw: Any) -> Storm:
     return Storm(fault, on, off, dict(raw.get("params", {})), tuple(links))
 
 
+def _start(name: str, value: Any) -> float:
+    try:
+        return parse_duration(value)
+    except ScheduleError as exc:
+        raise CatalogueError(f"{name}: start: {exc}") from None
+
+
 def scenarios_from_data(data: dict) -> dict[str, Scenario]:
     out = {}
     for name, raw in data.items():
         if not isinstance(raw, dict):
             raise CatalogueError(f"{name}: expected a table")
-        unknown = set(raw) - {"description", "workload", "promise", "bites", "settings", "storm", "targets"}
+        known = {"description", "workload", "promise", "bites", "settings", "storm", "targets", "start"}
+        unknown = set(raw) - known
         if unknown:
             raise CatalogueError(f"{name}: unknown key(s) {', '.join(sorted(unknown))}")
         workload = raw.get("workload")
@@ -109,6 +118,7 @@ def scenarios_from_data(data: dict) -> dict[str, Scenario]:
             settings=dict(raw.get("settings", {})),
             storms=tuple(_storm(name, s) for s in raw.get("storm", [])),
             targets=targets,
+            start=_start(name, raw.get("start", START)),
         )
     return out
 

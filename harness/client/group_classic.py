@@ -147,7 +147,7 @@ class ClassicCoordinator:
             joined = await conn.send(
                 _JOIN, request, version=version, timeout=self.rebalance_timeout_ms / 1000 + 10
             )
-        except ClientError as exc:
+        except (ClientError, DecodeError) as exc:  # DecodeError: an answer no version has; try again
             self.client.forget_coordinator(self.group_id)
             log.debug("join %s: %s", self.group_id, exc)
             await asyncio.sleep(self.client.retry_backoff)
@@ -189,7 +189,8 @@ class ClassicCoordinator:
                 version=version,
                 timeout=self.rebalance_timeout_ms / 1000 + 10,
             )
-        except ClientError:
+        except (ClientError, DecodeError) as exc:
+            log.debug("sync %s: %s", self.group_id, exc)
             self.client.forget_coordinator(self.group_id)
             return
         if synced.error_code:

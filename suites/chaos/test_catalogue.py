@@ -25,7 +25,8 @@ DURATION = 7.0
 def run(name: str, kind: str):
     with open_toxiproxy() as toxiproxy:
         with ProxiedCluster(kind, toxiproxy.client, brokers=3 if kind == "rdkafka-mock" else 1) as cluster:
-            return asyncio.run(run_scenario(CATALOGUE[name], cluster, duration=DURATION))
+            duration = DURATION + CATALOGUE[name].start - 0.5  # the same stretch of faults after a late start
+            return asyncio.run(run_scenario(CATALOGUE[name], cluster, duration=duration))
 
 
 def explain(result) -> str:
