@@ -419,3 +419,61 @@ def test_the_mock_cluster_advertises_group_versions_it_cannot_serve():
 
     with RdkafkaMockCluster(brokers=1) as cluster:
         run(scenario(cluster.bootstrap), timeout=60)
+
+
+def test_the_mock_writes_transaction_markers_with_a_zero_crc():
+    """librdkafka's mock stores commit and abort markers with CRC 0x00000000, so a reader that checks
+    CRCs (the Java consumer's check.crcs=true default) rejects every transactional partition it serves;
+    its data batches carry correct CRCs. kconform's chaos runs of transactions on the mock end in this
+    error; if a librdkafka release fixes it, this fails."""
+    import crc32c
+
+    from kconform.codecs.messages import FetchRequest
+    from kconform.codecs.records import iter_batches
+
+    def crc_of_first_batch(data: bytes) -> int:  # CRC-32C from the attributes to the end of the batch
+        return crc32c.crc32c(data[21 : 12 + int.from_bytes(data[8:12], "big")])
+
+    from kconform.harness.client.network import NetworkClient
+
+    async def scenario(bootstrap):
+        async with Producer({"bootstrap.servers": bootstrap, "transactional.id": "crc"}) as producer:
+            await producer.init_transactions()
+            producer.begin_transaction()
+            await producer.send("crc", b"kept", partition=0)
+            await producer.commit_transaction()
+        client = NetworkClient(bootstrap)
+        try:
+            await client.wait_for_topic("crc", 10)
+            conn = await client.connection(client.metadata.leader_for("crc", 0))
+            batches = []
+            for offset in (0, 1):  # the mock answers one batch per fetch
+                part = FetchRequest.FetchPartition(
+                    partition=0,
+                    fetch_offset=offset,
+                    current_leader_epoch=-1,
+                    log_start_offset=-1,
+                    partition_max_bytes=1 << 20,
+                )
+                request = FetchRequest(
+                    replica_id=-1,
+                    max_wait_ms=10,
+                    min_bytes=0,
+                    max_bytes=1 << 20,
+                    isolation_level=0,
+                    session_id=0,
+                    session_epoch=-1,
+                    topics=[FetchRequest.FetchTopic(topic="crc", partitions=[part])],
+                )
+                data = (await conn.send(1, request, version=4)).responses[0].partitions[0].records
+                [batch] = iter_batches(bytes(data), verify_crc=False)
+                batches.append((batch, crc_of_first_batch(bytes(data))))
+            return batches
+        finally:
+            await client.close()
+
+    with RdkafkaMockCluster(brokers=1) as cluster:
+        cluster.create_topic("crc", 1)
+        (data, data_crc), (marker, marker_crc) = run(scenario(cluster.bootstrap), timeout=60)
+    assert not data.is_control and data.crc == data_crc != 0
+    assert marker.is_control and marker.crc == 0 != marker_crc
