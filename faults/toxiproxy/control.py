@@ -7,6 +7,7 @@ a time; ``open_toxiproxy`` points it at the server it opens."""
 
 from __future__ import annotations
 
+import http.client
 import shutil
 import socket
 import subprocess
@@ -40,10 +41,11 @@ def _client(url: str):
 
 
 def _answers(url: str, timeout: float) -> bool:
+    """Whether a Toxiproxy API answers at ``url`` (its /version, as JSON or, before 2.6, as text)."""
     try:
         with urllib.request.urlopen(f"{url}/version", timeout=timeout) as response:
             return response.status == 200
-    except OSError:
+    except (OSError, http.client.HTTPException, ValueError):
         return False
 
 

@@ -9,7 +9,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
@@ -200,7 +199,15 @@ def test_kconform_toxiproxy_command_serves_the_api():
 
 
 def test_a_wrong_url_is_a_clear_error():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     with pytest.raises(RuntimeError, match="no Toxiproxy answers"):
-        with open_toxiproxy("127.0.0.1:1"):
+        with open_toxiproxy(f"127.0.0.1:{port}"):
             pass
-    time.sleep(0)
+    with socket.socket() as silent:  # something listens but speaks no HTTP
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises(RuntimeError, match="no Toxiproxy answers"):
+            with open_toxiproxy(f"127.0.0.1:{silent.getsockname()[1]}"):
+                pass
