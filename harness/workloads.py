@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable
 
 from kconform.codecs import DecodeError
-from kconform.codecs.messages import FetchRequest
 from kconform.codecs.records import iter_batches
 
 from .checkers.history import Assignment, Commit, History, Poll, Send
 from .client.errors import BrokerError, ClientError, DeliveryTimedOut, RequestTimedOut
 from .client.network import NetworkClient
 from .client.producer import Producer
+from .client.requests import single_partition_fetch
 
 __all__ = ["final_read", "group_consume", "produce", "transactions"]
 
@@ -294,23 +294,7 @@ async def final_read(
             while True:
                 leader = client.metadata.leader_for(topic, partition)
                 conn = await client.connection(leader)
-                part = FetchRequest.FetchPartition(
-                    partition=partition,
-                    fetch_offset=offset,
-                    current_leader_epoch=-1,
-                    log_start_offset=-1,
-                    partition_max_bytes=1 << 20,
-                )
-                request = FetchRequest(
-                    replica_id=-1,
-                    max_wait_ms=50,
-                    min_bytes=0,
-                    max_bytes=1 << 22,
-                    isolation_level=1 if read_committed else 0,
-                    session_id=0,
-                    session_epoch=-1,
-                    topics=[FetchRequest.FetchTopic(topic=topic, partitions=[part])],
-                )
+                request = single_partition_fetch(topic, partition, offset, read_committed=read_committed)
                 data = (
                     (await conn.send(1, request, version=conn.version_for(1, cap=12)))
                     .responses[0]

@@ -428,8 +428,8 @@ def test_the_mock_writes_transaction_markers_with_a_zero_crc():
     error; if a librdkafka release fixes it, this fails."""
     import crc32c
 
-    from kconform.codecs.messages import FetchRequest
     from kconform.codecs.records import iter_batches
+    from kconform.harness.client.requests import single_partition_fetch
 
     def crc_of_first_batch(data: bytes) -> int:  # CRC-32C from the attributes to the end of the batch
         return crc32c.crc32c(data[21 : 12 + int.from_bytes(data[8:12], "big")])
@@ -448,23 +448,7 @@ def test_the_mock_writes_transaction_markers_with_a_zero_crc():
             conn = await client.connection(client.metadata.leader_for("crc", 0))
             batches = []
             for offset in (0, 1):  # the mock answers one batch per fetch
-                part = FetchRequest.FetchPartition(
-                    partition=0,
-                    fetch_offset=offset,
-                    current_leader_epoch=-1,
-                    log_start_offset=-1,
-                    partition_max_bytes=1 << 20,
-                )
-                request = FetchRequest(
-                    replica_id=-1,
-                    max_wait_ms=10,
-                    min_bytes=0,
-                    max_bytes=1 << 20,
-                    isolation_level=0,
-                    session_id=0,
-                    session_epoch=-1,
-                    topics=[FetchRequest.FetchTopic(topic="crc", partitions=[part])],
-                )
+                request = single_partition_fetch("crc", 0, offset, max_wait_ms=10, max_bytes=1 << 20)
                 data = (await conn.send(1, request, version=4)).responses[0].partitions[0].records
                 [batch] = iter_batches(bytes(data), verify_crc=False)
                 batches.append((batch, crc_of_first_batch(bytes(data))))
