@@ -94,8 +94,12 @@ def test_latency_with_jitter_on_each_stream(proxy):
     with connect(proxy) as sock:
         base = statistics.median(round_trip(sock) for _ in range(5))
         proxy.add_toxic(type="latency", attributes={"latency": 100, "jitter": 20})
-        trips = [round_trip(sock) for _ in range(10)]
-        assert all(0.075 <= t - base <= 0.135 for t in trips), trips  # 100 ms +- 20 ms, +-15 ms slack
+        trips = [round_trip(sock) - base for _ in range(10)]
+        # 100 ms +- 20 ms: never under 80 ms (less 5 ms of timer slack), the median within 15 ms of 100,
+        # and none far beyond 120 ms (a loaded machine may wake the proxy late, never early)
+        assert min(trips) >= 0.075 and abs(statistics.median(trips) - 0.1) <= 0.015 and max(trips) <= 0.25, (
+            trips
+        )
         assert max(trips) - min(trips) > 0.005  # jitter varies it
         proxy.add_toxic(type="latency", stream="upstream", attributes={"latency": 50})
         both = statistics.median(round_trip(sock) for _ in range(5))
