@@ -6,6 +6,7 @@ import click
 
 from .bench.commands import bench
 from .broker_commands import broker
+from .capture_commands import capture, dissect
 from .codecs_commands import codecs
 from .diff_commands import diff, repro
 
@@ -21,6 +22,8 @@ cli.add_command(bench)
 cli.add_command(broker)
 cli.add_command(diff)
 cli.add_command(repro)
+cli.add_command(capture)
+cli.add_command(dissect)
 
 
 def main() -> None:
