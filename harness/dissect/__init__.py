@@ -19,6 +19,7 @@ from ._layers import DEFAULT_KAFKA_PORT, KafkaRequest, KafkaResponse, bind_kafka
 from ._pcap import Segment, read_segments, segment_of
 from ._reassembly import Chunk, DirectionReassembler
 from ._rows import summarise, trace_rows
+from ._synthetic import TcpConversation
 
 __all__ = [
     "DEFAULT_KAFKA_PORT",
@@ -34,6 +35,7 @@ __all__ = [
     "RawFrame",
     "Segment",
     "StreamNote",
+    "TcpConversation",
     "bind_kafka_port",
     "dissect_packets",
     "dissect_pcap",

@@ -18,9 +18,22 @@ from pathlib import Path
 from scapy.packet import Packet
 from scapy.utils import PcapReader
 
-from kconform.codecs import DEFAULT_MAX_FRAME_SIZE, api_schemas
+from kconform.codecs import (
+    DEFAULT_MAX_FRAME_SIZE,
+    api_schemas,
+    decode_request,
+    decode_response_lenient,
+)
 
-from ._exchange import Exchange, PendingRequest, answer, decode_request_frame, orphan_response, unanswered
+from ._exchange import (
+    Exchange,
+    PendingRequest,
+    answer,
+    api_versions_fallback,
+    decode_request_frame,
+    orphan_response,
+    unanswered,
+)
 from ._framing import FrameSplitter, RawFrame, StreamNote
 from ._pcap import ACK, FIN, RST, SYN, Segment, segment_of
 from ._reassembly import DirectionReassembler
@@ -33,6 +46,8 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _MAX_VERSION = {schema.api_key: schema.max_version for schema in api_schemas()}
 _CONTROLLED_SHUTDOWN = 7
+_MIN_REQUEST = 8  # API key, version, correlation id
+_MIN_RESPONSE = 4  # correlation id
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +97,12 @@ class _Connection:
         self.notes: list[CaptureNote] = []
 
     def feed(self, segment: Segment, to_server: bool) -> list[Exchange]:
+        out: list[Exchange] = []
+        if segment.flags & ACK:  # bytes the sender has received, whether or not the capture saw them
+            other = self.to_client if to_server else self.to_server
+            out += self._frames(
+                other.acknowledged(segment.ack, segment.number, segment.time_us), not to_server
+            )
         direction = self.to_server if to_server else self.to_client
         if segment.flags & SYN:
             direction.syn(segment.seq)
@@ -91,9 +112,11 @@ class _Connection:
         chunks = direction.segment(
             seq, segment.payload, segment.number, segment.time_us, missing=segment.missing
         )
+        if segment.flags & FIN:
+            direction.fin((seq + len(segment.payload) + segment.missing) % (1 << 32))
         if segment.flags & (FIN | RST):
             self.closed = True
-        return self._frames(chunks, to_server)
+        return out + self._frames(chunks, to_server)
 
     def _frames(self, chunks, to_server: bool) -> list[Exchange]:
         out: list[Exchange] = []
@@ -111,6 +134,7 @@ class _Connection:
                 self._request_frames = FrameSplitter(
                     self._request_boundary,
                     synced=self.to_server.saw_syn,
+                    min_frame_size=_MIN_REQUEST,
                     max_frame_size=self.max_frame_size,
                     what="request",
                 )
@@ -119,6 +143,7 @@ class _Connection:
             self._response_frames = FrameSplitter(
                 self._response_boundary,
                 synced=self.to_client.saw_syn,
+                min_frame_size=_MIN_RESPONSE,
                 max_frame_size=self.max_frame_size,
                 what="response",
             )
@@ -191,39 +216,69 @@ class _Connection:
     def skipped_bytes(self) -> int:
         return sum(s.skipped_bytes for s in (self._request_frames, self._response_frames) if s is not None)
 
-    def _request_boundary(self, buf, position: int) -> bool | None:
-        """Does a request plausibly start at ``position``? Its header must name a known API at a version
-        the codecs know, and the frame after it (when in the buffer) must pass the same test."""
-        verdict = self._request_header_plausible(buf, position)
-        if not verdict:
-            return verdict
-        size = _REQUEST_START.unpack_from(buf, position)[0]
-        following = position + 4 + size
-        if following + _REQUEST_START.size + 2 <= len(buf):
-            return bool(self._request_header_plausible(buf, following))
+    def _request_boundary(self, buf, position: int, final: bool) -> bool | None:
+        """Does a request start at ``position``? Its header must name a known API at a version the
+        codecs know, with a client id of text; and once the whole frame is in, it must decode, to its
+        last byte."""
+        header = self._request_header_plausible(buf, position)
+        if not header:
+            return False if header is None and final else header
+        end = position + 4 + _I32.unpack_from(buf, position)[0]
+        if end > len(buf):
+            return True if final else None
+        try:
+            decode_request(bytes(buf[position + 4 : end]))
+        except Exception:  # noqa: BLE001 - any failure means "not a frame here"
+            return False
         return True
 
     def _request_header_plausible(self, buf, position: int) -> bool | None:
         if len(buf) - position < _REQUEST_START.size + 2:
             return None
         size, key, version, correlation_id = _REQUEST_START.unpack_from(buf, position)
-        if not 8 <= size <= self.max_frame_size or correlation_id < 0:
+        if not _MIN_REQUEST <= size <= self.max_frame_size or correlation_id < 0:
             return False
         top = _MAX_VERSION.get(key)
         if top is None or not 0 <= version <= top:
             return False
         if key == _CONTROLLED_SHUTDOWN and version == 0:
             return True
-        (client_id_size,) = _I16.unpack_from(buf, position + _REQUEST_START.size)
-        return client_id_size == -1 or 0 <= client_id_size <= size - 10
-
-    def _response_boundary(self, buf, position: int) -> bool | None:
-        """Does a response plausibly start at ``position``? Its correlation id must be one an
-        outstanding request on this connection carries."""
-        if len(buf) - position < _RESPONSE_START.size:
+        begin = position + _REQUEST_START.size + 2
+        (length,) = _I16.unpack_from(buf, begin - 2)
+        if length == -1:
+            return True
+        if not 0 <= length <= size - 10:
+            return False
+        if begin + length > len(buf):
             return None
+        try:
+            text = bytes(buf[begin : begin + length]).decode()
+        except UnicodeDecodeError:
+            return False
+        return text.isprintable()
+
+    def _response_boundary(self, buf, position: int, final: bool) -> bool | None:
+        """Does a response start at ``position``? Its correlation id must be one an outstanding request
+        on this connection carries; and once the whole frame is in, it must decode as that request's
+        answer."""
+        if len(buf) - position < 8:
+            return False if final else None
         size, correlation_id = _RESPONSE_START.unpack_from(buf, position)
-        return 4 <= size <= self.max_frame_size and bool(self._outstanding.get(correlation_id))
+        waiting = self._outstanding.get(correlation_id)
+        if not _MIN_RESPONSE <= size <= self.max_frame_size or not waiting:
+            return False
+        end = position + 4 + size
+        request = waiting[0]
+        if end > len(buf):
+            return True if final else None
+        if request.api_name is None:
+            return True
+        frame = bytes(buf[position + 4 : end])
+        try:
+            decode_response_lenient(frame, request.api_key, request.api_version)
+        except Exception:  # noqa: BLE001 - any failure means "not this request's answer"
+            return api_versions_fallback(request, frame) is not None
+        return True
 
 
 class KafkaStreamDissector:

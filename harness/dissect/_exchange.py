@@ -20,7 +20,15 @@ from kconform.codecs import (
 from ._framing import RawFrame
 from ._walk import error_codes, topic_names
 
-__all__ = ["Exchange", "PendingRequest", "decode_request_frame", "answer", "unanswered", "orphan_response"]
+__all__ = [
+    "Exchange",
+    "PendingRequest",
+    "answer",
+    "api_versions_fallback",
+    "decode_request_frame",
+    "orphan_response",
+    "unanswered",
+]
 
 _HEADER = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
@@ -196,7 +204,7 @@ def _decode_response(request: PendingRequest, data: bytes, notes: list[str]):
     try:
         _, body, rest = decode_response_lenient(data, key, version)
     except CodecError as exc:
-        fallback = _api_versions_fallback(request, data)
+        fallback = api_versions_fallback(request, data)
         if fallback is None:
             notes.append(f"response not decoded as {request.label}: {exc}")
             return None, (), False
@@ -213,7 +221,9 @@ def _decode_response(request: PendingRequest, data: bytes, notes: list[str]):
     return body, tuple(error_codes(body, version)), True
 
 
-def _api_versions_fallback(request: PendingRequest, data: bytes):
+def api_versions_fallback(request: PendingRequest, data: bytes):
+    """An ApiVersions response at v0 refusing a newer version (UNSUPPORTED_VERSION), as Kafka answers a
+    version it lacks; else None."""
     if request.api_key != _API_VERSIONS or not request.api_version:
         return None
     try:

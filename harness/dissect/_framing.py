@@ -22,9 +22,9 @@ __all__ = ["FrameSplitter", "RawFrame", "StreamNote", "BoundaryTest"]
 
 _SIZE = struct.Struct(">i")
 
-BoundaryTest = Callable[[bytes | bytearray, int], bool | None]
-"""``test(buffer, position)``: does a frame plausibly start at ``position``? True, False, or None when
-the buffer does not yet hold enough bytes to say."""
+BoundaryTest = Callable[[bytes | bytearray, int, bool], bool | None]
+"""``test(buffer, position, final)``: does a frame plausibly start at ``position``? True, False, or None
+when the buffer does not yet hold enough bytes to say. ``final``: no more bytes will come, so decide."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +69,13 @@ class FrameSplitter:
         boundary: BoundaryTest,
         *,
         synced: bool = True,
+        min_frame_size: int = 0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         what: str = "frame",
     ) -> None:
         self._boundary = boundary
         self.synced = synced
+        self.min_frame_size = min_frame_size
         self.max_frame_size = max_frame_size
         self.what = what
         self._buf = bytearray()
@@ -82,6 +84,8 @@ class FrameSplitter:
         self._marks: deque[_Mark] = deque()
         self.skipped_bytes = 0
         self.notes: list[StreamNote] = []
+        self._hunted = 0  # bytes skipped by the hunt under way
+        self._hunt_start = 0
 
     def feed(self, chunk: Chunk) -> list[RawFrame]:
         if chunk.data:
@@ -94,7 +98,7 @@ class FrameSplitter:
 
     def finish(self) -> list[RawFrame]:
         """The stream is over: a frame cut off by the end comes out short; other bytes are noted."""
-        frames = self._drain()
+        frames = self._drain(final=True)
         if not self._buf:
             return frames
         size = self._declared_size()
@@ -118,12 +122,12 @@ class FrameSplitter:
         if len(self._buf) < 4 or self._in_hole(self._start, self._start + 4):
             return None
         (size,) = _SIZE.unpack_from(self._buf, 0)
-        return size if 0 <= size <= self.max_frame_size else None
+        return size if self.min_frame_size <= size <= self.max_frame_size else None
 
-    def _drain(self) -> list[RawFrame]:
+    def _drain(self, final: bool = False) -> list[RawFrame]:
         frames: list[RawFrame] = []
         while self._buf:
-            if not self.synced and not self._hunt():
+            if not self.synced and not self._hunt(final):
                 break
             if len(self._buf) < 4:
                 break
@@ -143,31 +147,34 @@ class FrameSplitter:
             self._consume(4 + size)
         return frames
 
-    def _hunt(self) -> bool:
+    def _hunt(self, final: bool) -> bool:
         """Drop bytes up to a plausible frame start; False when none is in the buffer yet."""
-        position = 0
+        position, found, undecided = 0, False, None
         while position < len(self._buf):
-            if self._in_hole(self._start + position, self._start + position + 1):
-                position += 1
-                continue
-            verdict = self._boundary(self._buf, position)
-            if verdict is None:  # not enough bytes yet to judge this position
-                break
-            if verdict:
-                break
+            if not self._in_hole(self._start + position, self._start + position + 1):
+                verdict = self._boundary(self._buf, position, final)
+                if verdict:  # a start confirmed later in the buffer beats an undecided one before it
+                    found = True
+                    break
+                if verdict is None and undecided is None:  # not enough bytes yet to judge it
+                    undecided = position
             position += 1
+        if not found and undecided is not None:
+            position = undecided
         if position:
-            self._note(
-                f"skipped {position} bytes at stream offset {self._start} to reach a {self.what} boundary"
-            )
+            if not self._hunted:
+                self._hunt_start = self._start
+            self._hunted += position
             self._skip(position)
-        if not self._buf:
-            return False
-        verdict = self._boundary(self._buf, 0)
-        if verdict:
+        if found:
+            if self._hunted:
+                self._note(
+                    f"skipped {self._hunted} bytes from stream offset {self._hunt_start} to reach a "
+                    f"{self.what} boundary"
+                )
+            self._hunted = 0
             self.synced = True
-            return True
-        return False
+        return found
 
     def _hole(self, chunk: Chunk) -> list[RawFrame]:
         """``chunk.hole`` bytes after the buffer were lost."""
@@ -205,15 +212,14 @@ class FrameSplitter:
 
     def _frame(self, size: int, available: int) -> RawFrame:
         begin, end = self._start + 4, self._start + 4 + available
-        first = last = None
+        marks = []  # the chunks that brought the frame's bytes (size prefix included)
         for mark in self._marks:
-            if first is None and mark.end > self._start:
-                first = mark
+            if mark.end > self._start:
+                marks.append(mark)
             if mark.end >= end:
-                last = mark
                 break
-        last = last or (self._marks[-1] if self._marks else None)
-        first = first or last
+        first = min(marks, key=lambda m: m.packet) if marks else None  # in capture order, whatever
+        last = max(marks, key=lambda m: m.packet) if marks else None  # the order of the stream
         damaged = sum(max(0, min(e, end) - max(s, begin)) for s, e in self._holes)
         return RawFrame(
             offset=self._start,

@@ -33,6 +33,8 @@ class Segment:
     seq: int
     flags: int
     payload: bytes
+    ack: int = 0
+    """The acknowledgement number (meaningful when ``flags`` has ``ACK``)."""
     missing: int = 0
     """Payload bytes that were on the wire but not kept by the capture (a short snap length)."""
 
@@ -51,6 +53,10 @@ def _endpoint(host: str, port: int) -> str:
 
 def segment_of(packet: Packet, number: int) -> Segment | None:
     """The TCP segment in a Scapy packet, or None when it carries none (or only an IP fragment)."""
+    if not packet.original:  # built rather than read: read it back as a capture would
+        built = packet
+        packet = type(built)(bytes(built))
+        packet.time = built.time
     tcp = packet.getlayer(TCP)
     if tcp is None:
         return None
@@ -69,7 +75,7 @@ def segment_of(packet: Packet, number: int) -> Segment | None:
     missing = max(0, on_wire - header - len(payload)) if on_wire is not None else 0
     return Segment(
         number=number,
-        time_us=int(packet.time * 1_000_000),
+        time_us=round(packet.time * 1_000_000),
         src=network.src,
         sport=tcp.sport,
         dst=network.dst,
@@ -77,6 +83,7 @@ def segment_of(packet: Packet, number: int) -> Segment | None:
         seq=tcp.seq,
         flags=int(tcp.flags),
         payload=payload,
+        ack=tcp.ack,
         missing=missing,
     )
 

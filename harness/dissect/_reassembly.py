@@ -2,8 +2,10 @@
 
 ``DirectionReassembler`` follows sequence numbers (mod 2**32): a segment at the next expected number is
 delivered with whatever it unblocks, a later one waits, an earlier one (a retransmission) is dropped or
-trimmed to its new bytes. Bytes that never arrive come out as a hole of known length, when the capture
-ends (``flush``) or when too much waits behind them; so do bytes a short snap length cut off. No I/O."""
+trimmed to its new bytes. Bytes that never arrive come out as a hole of known length: as soon as the
+peer acknowledges past them (``acknowledged``), when too much waits behind them, or when the capture ends
+(``flush``); so do bytes a short snap length cut off. Without a SYN the first segment seen sets the
+start, so bytes captured later but sent earlier count as retransmissions. No I/O."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ class Chunk:
     data: bytes
     hole: int
     number: int
-    """The packet that brought these bytes (for a hole alone: the first packet after it)."""
+    """The packet whose arrival put these bytes in order: the one that carried them, or for bytes that
+    waited behind a gap, the one that filled it (as Wireshark reports a reassembled PDU)."""
     time_us: int
 
 
@@ -54,6 +57,7 @@ class DirectionReassembler:
         self.offset = 0
         """Stream bytes delivered so far, holes included."""
         self.saw_syn = False
+        self.fin_seq: int | None = None
         self.retransmitted_bytes = 0
         self.out_of_order_segments = 0
         self.hole_bytes = 0
@@ -89,11 +93,31 @@ class DirectionReassembler:
         if delta > 0:
             self._wait(self.offset + delta, _Waiting(data, missing, number, time_us))
             if len(self._waiting) > self.max_waiting_segments or self._waiting_bytes > self.max_waiting_bytes:
-                return self._skip_first_gap()
+                return self._skip_first_gap(number, time_us)
             return []
         out = [self._deliver(data, missing, number, time_us)]
-        out += self._drain()
+        out += self._drain(number, time_us)
         return out
+
+    def acknowledged(self, ack: int, number: int, time_us: int) -> list[Chunk]:
+        """The peer acknowledged every byte before ``ack``: bytes up to it that the capture has not shown
+        were lost by the capture, so they come out now as holes (with what waited behind them) rather
+        than when the capture ends."""
+        out: list[Chunk] = []
+        if self.next_seq is None:
+            return out
+        if self.fin_seq is not None and ack == (self.fin_seq + 1) % _MOD:
+            ack = self.fin_seq  # a FIN takes a sequence number but carries no byte
+        while (ahead := _serial_delta(ack, self.next_seq)) > 0 and ahead < _HALF // 2:
+            if self._waiting and min(self._waiting) - self.offset <= ahead:
+                out += self._skip_first_gap(number, time_us)
+                continue
+            out.append(self._deliver(b"", ahead, number, time_us))
+        return out
+
+    def fin(self, seq: int) -> None:
+        """A FIN at ``seq`` (just after the sender's last byte)."""
+        self.fin_seq = seq
 
     def flush(self) -> list[Chunk]:
         """The capture is over: what still waits comes out, with holes for what never arrived."""
@@ -122,7 +146,9 @@ class DirectionReassembler:
         self.hole_bytes += missing
         return Chunk(data, missing, number, time_us)
 
-    def _drain(self) -> list[Chunk]:
+    def _drain(self, number: int | None = None, time_us: int | None = None) -> list[Chunk]:
+        """Deliver what waited and is now in order, as released by packet ``number`` (by default, each
+        waiting segment's own)."""
         out: list[Chunk] = []
         while self._waiting:
             first = min(self._waiting)
@@ -136,15 +162,21 @@ class DirectionReassembler:
                 continue
             self.retransmitted_bytes += overlap
             data, missing = _trim(waiting.data, waiting.missing, overlap)
-            out.append(self._deliver(data, missing, waiting.number, waiting.time_us))
+            out.append(
+                self._deliver(
+                    data, missing, number or waiting.number, waiting.time_us if time_us is None else time_us
+                )
+            )
         return out
 
-    def _skip_first_gap(self) -> list[Chunk]:
+    def _skip_first_gap(self, number: int | None = None, time_us: int | None = None) -> list[Chunk]:
         first = min(self._waiting)
         gap = first - self.offset
         waiting = self._waiting[first]
-        out = [self._deliver(b"", gap, waiting.number, waiting.time_us)] if gap > 0 else []
-        return out + self._drain()
+        number = number or waiting.number
+        time_us = waiting.time_us if time_us is None else time_us
+        out = [self._deliver(b"", gap, number, time_us)] if gap > 0 else []
+        return out + self._drain(number, time_us)
 
 
 def _trim(data: bytes, missing: int, cut: int) -> tuple[bytes, int]:

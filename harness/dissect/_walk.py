@@ -1,5 +1,6 @@
 """Facts read out of decoded messages by walking their schema (``_fields_``) at the decoded version, so
-fields a version lacks (which hold their defaults) are never reported."""
+fields a version lacks (which hold their defaults) are never reported, nor are tagged fields at their
+defaults (which are never on the wire)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ def _leaves(message: Any, version: int, wanted: Callable[[Any], bool]) -> Iterat
                 continue
             for item in value if field.is_array else (value,):
                 yield from _leaves(item, version, wanted)
-        elif wanted(field):
+        elif wanted(field) and not _absent_tag(field, value, version):
             yield field, value
+
+
+def _absent_tag(field, value: Any, version: int) -> bool:
+    """A tagged field at its default: Kafka never writes those, so it was not on the wire."""
+    return field.tag is not None and field.tagged(version) and value == field.default_value()
 
 
 def _is_error_code(field) -> bool:
