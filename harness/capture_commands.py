@@ -57,22 +57,25 @@ def _dumpcap(ports: tuple[int, ...], out: Path, interface: str) -> Iterator[_Rec
 
 @contextmanager
 def _scapy(ports: tuple[int, ...], out: Path, interface: str) -> Iterator[_Recording]:
+    from scapy.config import conf
     from scapy.sendrecv import AsyncSniffer
     from scapy.utils import PcapNgWriter, PcapWriter
 
     from .capture import tcp_ports_filter
 
     recording = _Recording(out, "scapy", 0)
-    writer_class = PcapNgWriter if out.suffix.lower() == ".pcapng" else PcapWriter
-    writer = writer_class(str(out), sync=True)
+    writer = PcapNgWriter(str(out)) if out.suffix.lower() == ".pcapng" else PcapWriter(str(out))
     lock = threading.Lock()
 
     def keep(packet) -> None:
         with lock:
             writer.write(packet)
+            writer.flush()  # a capture stopped hard still holds every packet seen
             recording.packets += 1
 
-    sniffer = AsyncSniffer(iface=interface, filter=tcp_ports_filter(ports), prn=keep, store=False)
+    # a sending socket, unlike sniff's listening one, skips the outgoing copy of each loopback packet
+    listener = conf.L2socket(iface=interface, filter=tcp_ports_filter(ports))
+    sniffer = AsyncSniffer(opened_socket=listener, prn=keep, store=False)
     sniffer.start()
     time.sleep(0.3)  # the socket opens in the sniffer's thread
     try:
@@ -82,6 +85,7 @@ def _scapy(ports: tuple[int, ...], out: Path, interface: str) -> Iterator[_Recor
         try:
             sniffer.stop()
         finally:
+            listener.close()
             writer.close()
 
 
