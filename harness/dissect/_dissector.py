@@ -91,7 +91,6 @@ class _Connection:
         self._request_frames: FrameSplitter | None = None
         self._response_frames: FrameSplitter | None = None
         self._outstanding: dict[int, deque[PendingRequest]] = {}
-        self._order = 0
         self.client_isn: int | None = None
         self.closed = False
         self.notes: list[CaptureNote] = []
