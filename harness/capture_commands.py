@@ -186,7 +186,14 @@ def _wait_for_interrupt(console, where: str, out: Path, started: float) -> None:
     help="run directory to write trace rows into (DIR/traces/part-*.parquet)",
 )
 @click.option("--run-id", default=None, help="run id of the trace rows (default: dissect-<file>-<time>)")
-@click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: a summary by API and version; json: the same, with every exchange that did not pass",
+)
 def dissect(pcap: Path, ports: tuple[int, ...], out: Path | None, run_id: str | None, output: str) -> None:
     """Turn a capture (pcap or pcapng) into one trace row per Kafka request/response exchange and a
     summary by API and version."""
