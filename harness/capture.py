@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ __all__ = [
     "KafkaPdu",
     "capture_tcp_port",
     "dissect_kafka",
+    "tcp_ports_filter",
 ]
 
 _SETTLE_S = 0.5  # dumpcap reads the kernel buffer every 250 ms: let the last packets land
@@ -47,19 +48,32 @@ class Capture:
     """dumpcap's messages (its packet and drop counts come last)."""
 
 
+def tcp_ports_filter(ports: Sequence[int]) -> str:
+    """The capture filter for TCP traffic on any of ``ports``."""
+    return " or ".join(f"tcp port {int(port)}" for port in ports)
+
+
 @contextmanager
 def capture_tcp_port(
-    port: int, path: Path, *, interface: str = "lo", start_timeout: float = 15.0
+    port: int,
+    path: Path,
+    *,
+    interface: str = "lo",
+    start_timeout: float = 15.0,
+    more_ports: Sequence[int] = (),
+    pcapng: bool = True,
 ) -> Iterator[Capture]:
-    """Capture ``tcp port PORT`` on ``interface`` into ``path`` while the block runs. Raises
-    ``CaptureUnavailable`` (with dumpcap's reason) if the capture cannot start."""
+    """Capture ``tcp port PORT`` (and any of ``more_ports``) on ``interface`` into ``path`` while the
+    block runs, as pcapng (or classic pcap with ``pcapng=False``). Raises ``CaptureUnavailable`` (with
+    dumpcap's reason) if the capture cannot start."""
     dumpcap = shutil.which("dumpcap")
     if dumpcap is None:
         raise CaptureUnavailable("dumpcap not found: install Wireshark's tshark (bash ci/install-tools.sh)")
     path = Path(path)
     capture = Capture(path, port, interface)
     process = subprocess.Popen(
-        [dumpcap, "-i", interface, "-f", f"tcp port {port}", "-w", str(path)],
+        [dumpcap, "-i", interface, "-f", tcp_ports_filter([port, *more_ports]), "-w", str(path)]
+        + ([] if pcapng else ["-P"]),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -122,6 +136,8 @@ class KafkaPdu:
     record_values: tuple[bytes, ...]
     """Every record value tshark read, decompressed."""
     experts: tuple[ExpertInfo, ...]
+    topics: tuple[str, ...] = ()
+    """Every topic name tshark shows in the PDU, in order."""
 
 
 @dataclass(slots=True)
@@ -183,6 +199,7 @@ def _read_packet(packet: ElementTree.Element, out: Dissection) -> None:
                 batch_codecs=tuple(int(v) for v in _all(proto, "kafka.batch_codec")),
                 record_values=tuple(_bytes(v) for v in _all(proto, "kafka.message_value")),
                 experts=experts,
+                topics=tuple(_all(proto, "kafka.topic_name")),
             )
         )
 

@@ -6,6 +6,7 @@ import click
 
 from .bench.commands import bench
 from .broker_commands import broker
+from .capture_commands import capture, dissect
 from .chaos_commands import chaos
 from .codecs_commands import codecs
 from .diff_commands import diff, repro
@@ -25,6 +26,8 @@ cli.add_command(diff)
 cli.add_command(repro)
 cli.add_command(toxiproxy)
 cli.add_command(chaos)
+cli.add_command(capture)
+cli.add_command(dissect)
 
 
 def main() -> None:
