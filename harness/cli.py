@@ -6,6 +6,7 @@ import click
 
 from .bench.commands import bench
 from .broker_commands import broker
+from .campaign_commands import campaign
 from .capture_commands import capture, dissect
 from .chaos_commands import chaos
 from .codecs_commands import codecs
@@ -28,6 +29,7 @@ cli.add_command(toxiproxy)
 cli.add_command(chaos)
 cli.add_command(capture)
 cli.add_command(dissect)
+cli.add_command(campaign)
 
 
 def main() -> None:

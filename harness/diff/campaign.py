@@ -190,10 +190,15 @@ def run_campaign(
     run_id: str | None = None,
     resume: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
+    seconds: float | None = None,
 ) -> CampaignResult:
     """Run ``examples`` generated cases on ``a`` and ``b`` (started), write traces, cases and
     ``summary.json`` under ``out``. With ``resume``, a run directory left by an earlier (perhaps
-    killed) run is continued: same run id, its traces appended to, new cases drawn."""
+    killed) run is continued: same run id, its traces appended to, new cases drawn.
+
+    ``seconds`` bounds the whole run: cases stop being drawn after half of it (the rest is left to
+    shrinking, which replays many variants of every difference), and shrinking stops at the end;
+    differences not shrunk by then keep the first case that showed them."""
     out = Path(out)
     (out / "cases").mkdir(parents=True, exist_ok=True)
     segment = 0
@@ -218,6 +223,9 @@ def run_campaign(
     result = CampaignResult(run_id, (a.name, b.name))
     loop = asyncio.new_event_loop()
     started = time.monotonic()
+    stop_drawing = stop_shrinking = None
+    if seconds is not None:
+        stop_drawing, stop_shrinking = started + seconds / 2, started + seconds
     with TraceWriter(out, run_id) as traces:
         engine = DiffEngine(a, b, traces=traces)
         result.skipped_pairs = engine.skipped_pairs
@@ -239,6 +247,8 @@ def run_campaign(
         )
         @given(strategy)
         def generate(case):
+            if stop_drawing is not None and time.monotonic() > stop_drawing:
+                return  # out of time: the remaining draws cost nothing
             outcome = run(case)
             _count(result, outcome)
             for sig in outcome.signatures:
@@ -248,7 +258,10 @@ def run_campaign(
 
         generate()
         result.operations, result.pairs_compared = engine.operations_run, engine.pairs_compared
-        raised_with = _shrink_all(strategy, run, examples, seed) if shrink and result.found else {}
+        replay = examples if seconds is None else result.cases  # only the cases that were run
+        raised_with = (
+            _shrink_all(strategy, run, replay, seed, stop_shrinking) if shrink and result.found else {}
+        )
         for sig, found in result.found.items():  # every difference gets a case file, shrunk when asked
             found.shrunk = sig in raised_with
             found.case_id = f"case-{found.number:03d}"
@@ -264,7 +277,7 @@ def run_campaign(
     return result
 
 
-def _shrink_all(strategy, run, examples: int, seed: int) -> dict[str, list]:
+def _shrink_all(strategy, run, examples: int, seed: int, stop_at: float | None = None) -> dict[str, list]:
     """The same cases again (same seed), now failing on every difference, one exception type per
     signature, so that Hypothesis shrinks each kind of difference on its own; the last case to raise
     a signature is its smallest (Hypothesis replays each minimal example last)."""
@@ -284,6 +297,8 @@ def _shrink_all(strategy, run, examples: int, seed: int) -> dict[str, list]:
     )
     @given(strategy)
     def shrink(case):
+        if stop_at is not None and time.monotonic() > stop_at:
+            return  # out of time: every later variant passes, so shrinking winds down at once
         outcome = run(case)
         for sig in sorted(outcome.signatures):
             first_seen.setdefault(sig, len(first_seen))

@@ -1,0 +1,293 @@
+"""The end-to-end campaign, kconform's main job: a time-bounded differential campaign between every pair
+of the chosen targets, the chaos catalogue on every target that can run it, then the dashboard.
+
+``plan_campaign`` is a pure decision (targets, time budget, catalogue in; what runs for how long out), so
+the budget arithmetic is tested without starting anything; ``run_end_to_end`` carries a plan out.
+
+An out directory holds one run directory per part (``diff-A-vs-B/``, ``chaos-T/``) and the dashboard
+(``report/index.html``, ``summary.json``, ``junit.xml``)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "CampaignError",
+    "CampaignPlan",
+    "PartOutcome",
+    "plan_campaign",
+    "previous_report",
+    "run_end_to_end",
+]
+
+CHAOS_KINDS = ("reference", "rdkafka-mock")
+REPORT_RESERVE_S = 75.0  # Spark's start and the roll-up of a campaign's traces, on two cores
+SCENARIO_OVERHEAD_S = 2.0  # a fresh proxied cluster per scenario: broker start, proxies, topic
+MIN_SCENARIO_S = 8.0  # shorter runs leave some faults (link flaps) too little time to reach the client
+MAX_SCENARIO_S = 20.0
+DIFF_SHARE = 0.3  # of the time left after the report's reserve, when chaos runs too
+MIN_DIFF_S = 20.0
+
+
+class CampaignError(ValueError):
+    """A campaign that cannot be planned as asked (an unknown target, a budget too small)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignPlan:
+    diff_pairs: tuple[tuple[str, str], ...]
+    diff_seconds: float  # per pair
+    chaos: tuple[tuple[str, tuple[str, ...]], ...]  # (target, scenario names)
+    scenario_seconds: float
+    notes: tuple[str, ...] = ()  # what was left out, and why
+
+    @property
+    def scenario_runs(self) -> int:
+        return sum(len(names) for _, names in self.chaos)
+
+    def estimated_seconds(self) -> float:
+        chaos = self.scenario_runs * (self.scenario_seconds + SCENARIO_OVERHEAD_S)
+        return len(self.diff_pairs) * self.diff_seconds + chaos + REPORT_RESERVE_S
+
+
+def plan_campaign(
+    targets: Sequence[str],
+    budget_s: float,
+    catalogue: dict,
+    *,
+    diff: bool = True,
+    chaos: bool = True,
+    scenarios: Sequence[str] = (),
+) -> CampaignPlan:
+    """Share ``budget_s`` between the parts. Every pair of targets is compared (the first target against
+    each of the others); chaos runs on the targets whose kind has a catalogue. When the budget cannot
+    give every scenario ``MIN_SCENARIO_S``, scenarios are taken in catalogue order, alternating targets,
+    until it is spent, and the rest are named in ``notes``."""
+    if not targets:
+        raise CampaignError("give at least one target (e.g. --targets reference,rdkafka-mock)")
+    if len(set(targets)) != len(targets):
+        raise CampaignError(f"a target is named twice in {', '.join(targets)}")
+    notes: list[str] = []
+    pairs = tuple((targets[0], other) for other in targets[1:]) if diff else ()
+    if diff and not pairs:
+        notes.append("one target only: no differential campaign (it needs two)")
+
+    wanted: list[tuple[str, list[str]]] = []
+    if chaos:
+        unknown = [n for n in scenarios if n not in catalogue]
+        if unknown:
+            raise CampaignError(f"unknown scenario(s) {', '.join(unknown)}; see kconform chaos --list")
+        for target in targets:
+            kind = target.partition(":")[0]
+            if kind not in CHAOS_KINDS:
+                notes.append(
+                    f"{target}: no chaos catalogue for this kind (chaos runs on {', '.join(CHAOS_KINDS)})"
+                )
+                continue
+            names = [n for n in (scenarios or catalogue) if catalogue[n].allowed_on(kind)]
+            if names:
+                wanted.append((target, names))
+
+    usable = budget_s - REPORT_RESERVE_S
+    runs = sum(len(names) for _, names in wanted)
+    diff_total = (usable * DIFF_SHARE if runs else usable) if pairs else 0.0
+    if pairs and diff_total < MIN_DIFF_S * len(pairs):
+        raise CampaignError(
+            f"a budget of {budget_s:.0f}s leaves too little for the differential campaign; give at least "
+            f"{REPORT_RESERVE_S + MIN_DIFF_S * len(pairs) / (DIFF_SHARE if runs else 1):.0f}s"
+        )
+    chaos_total = usable - diff_total
+    per_run = chaos_total / runs - SCENARIO_OVERHEAD_S if runs else 0.0
+    chosen = wanted
+    if runs and per_run < MIN_SCENARIO_S:
+        fits = int(chaos_total // (MIN_SCENARIO_S + SCENARIO_OVERHEAD_S))
+        if fits == 0:
+            raise CampaignError(
+                f"a budget of {budget_s:.0f}s leaves no time for chaos scenarios; give more time, "
+                "or --no-chaos"
+            )
+        chosen = _take_alternating(wanted, fits)
+        left_out = [f"{t}/{n}" for t, names in wanted for n in names if n not in dict(chosen).get(t, ())]
+        notes.append(f"the budget fits {fits} of {runs} scenario runs; left out: {', '.join(left_out)}")
+        per_run = MIN_SCENARIO_S
+        runs = fits
+    return CampaignPlan(
+        diff_pairs=pairs,
+        diff_seconds=diff_total / len(pairs) if pairs else 0.0,
+        chaos=tuple((t, tuple(names)) for t, names in chosen),
+        scenario_seconds=min(MAX_SCENARIO_S, per_run) if runs else 0.0,
+        notes=tuple(notes),
+    )
+
+
+def _take_alternating(wanted: list[tuple[str, list[str]]], count: int) -> list[tuple[str, list[str]]]:
+    taken: dict[str, list[str]] = {t: [] for t, _ in wanted}
+    depth = 0
+    while count > 0 and any(depth < len(names) for _, names in wanted):
+        for target, names in wanted:
+            if depth < len(names) and count > 0:
+                taken[target].append(names[depth])
+                count -= 1
+        depth += 1
+    return [(t, names) for t, names in taken.items() if names]
+
+
+def part_directory(kind: str, *targets: str) -> str:
+    """``diff-reference-vs-rdkafka-mock``, ``chaos-rdkafka-mock-3``: safe as a folder name."""
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "-", t).strip("-") for t in targets]
+    return f"{kind}-{'-vs-'.join(safe)}"
+
+
+def previous_report(out: Path) -> Path | None:
+    """The newest earlier campaign's report beside ``out`` (same parent folder), for the dashboard's
+    difference from the previous run."""
+    parent = out.resolve().parent
+    if not parent.is_dir():
+        return None
+    earlier = [
+        p / "report"
+        for p in parent.iterdir()
+        if p.is_dir() and p.resolve() != out.resolve() and (p / "report" / "summary.json").is_file()
+    ]
+    return max(earlier, key=lambda p: (p / "summary.json").stat().st_mtime, default=None)
+
+
+@dataclass(slots=True)
+class PartOutcome:
+    part: str  # "diff" or "chaos"
+    targets: tuple[str, ...]
+    directory: Path
+    headline: str = ""
+    failed: bool = False  # a divergence or a broken promise (findings, not errors)
+    error: str | None = None  # the part could not run
+
+
+@dataclass(slots=True)
+class CampaignOutcome:
+    parts: list[PartOutcome] = field(default_factory=list)
+    dashboard: Path | None = None
+    report_error: str | None = None
+    seconds: float = 0.0
+
+
+class CampaignProgress:
+    """What ``run_end_to_end`` reports as it goes; the command line draws it, tests may ignore it."""
+
+    def part_started(self, part: str, label: str, total: float) -> None: ...
+    def part_advanced(self, label: str, completed: float, status: str) -> None: ...
+    def part_finished(self, outcome: PartOutcome) -> None: ...
+    def report_step(self, step: str) -> None: ...
+
+
+def run_end_to_end(
+    plan: CampaignPlan,
+    out: Path,
+    *,
+    examples: int = 100_000,
+    seed: int = 0,
+    toxiproxy_url: str | None = None,
+    previous: Path | None = None,
+    master: str | None = None,
+    engine: str = "spark",
+    progress: CampaignProgress | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> CampaignOutcome:
+    progress = progress or CampaignProgress()
+    out.mkdir(parents=True, exist_ok=True)
+    started = clock()
+    outcome = CampaignOutcome()
+    for a, b in plan.diff_pairs:
+        outcome.parts.append(_diff_part(a, b, out, plan.diff_seconds, examples, seed, progress, clock))
+    for target, names in plan.chaos:
+        outcome.parts.append(
+            _chaos_part(target, names, out, plan.scenario_seconds, seed, toxiproxy_url, progress)
+        )
+    from kconform.spark_reports.build import build_dashboard
+    from kconform.spark_reports.runs import ReportInputError
+
+    ran = [p.directory for p in outcome.parts if p.error is None and (p.directory / "traces").is_dir()]
+    if ran:
+        try:
+            outcome.dashboard = build_dashboard(
+                ran, out / "report", previous=previous, master=master, engine=engine,
+                progress=progress.report_step,
+            )  # fmt: skip
+        except ReportInputError as exc:
+            outcome.report_error = str(exc)
+    else:
+        outcome.report_error = "no part of the campaign ran, so there is nothing to report"
+    outcome.seconds = clock() - started
+    return outcome
+
+
+def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) -> PartOutcome:
+    from .diff.campaign import run_campaign
+    from .targets.base import TargetError
+    from .targets.registry import make_target
+
+    label = f"diff {a_spec} vs {b_spec}"
+    part = PartOutcome("diff", (a_spec, b_spec), out / part_directory("diff", a_spec, b_spec))
+    progress.part_started("diff", label, seconds)
+    began = clock()
+    try:
+        with ExitStack() as stack:
+            a = stack.enter_context(make_target(a_spec))
+            b = stack.enter_context(make_target(b_spec))
+
+            def advance(done: int, _total: int, found: int) -> None:
+                progress.part_advanced(label, clock() - began, f"{done} cases, {found} differences")
+
+            result = run_campaign(
+                a, b, part.directory, examples=examples, seed=seed, seconds=seconds, progress=advance
+            )
+    except TargetError as exc:
+        part.error = f"{label}: {exc}"
+    else:
+        part.headline = (
+            f"{result.cases} cases, {result.operations} operations, {result.pairs_compared} pairs compared, "
+            f"{len(result.found)} differences"
+        )
+        part.failed = bool(result.found)
+    progress.part_finished(part)
+    return part
+
+
+def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> PartOutcome:
+    from .chaos.campaign import run_chaos
+    from .chaos.scenarios import load_catalogue
+
+    catalogue = load_catalogue()
+    label = f"chaos {target}"
+    part = PartOutcome("chaos", (target,), out / part_directory("chaos", target))
+    progress.part_started("chaos", label, len(names))
+    done: list[str] = []
+
+    def finished(result) -> None:
+        done.append(f"{result.scenario}: {result.verdict}")
+        progress.part_advanced(label, len(done), done[-1])
+
+    try:
+        results = run_chaos(
+            target,
+            [catalogue[n] for n in names],
+            duration=seconds,
+            out=part.directory,
+            seed=seed,
+            toxiproxy_url=toxiproxy_url,
+            on_result=finished,
+        )
+    except (OSError, RuntimeError, ValueError) as exc:  # a Toxiproxy that cannot be reached, a bad target
+        part.error = f"{label}: {exc}"
+    else:
+        verdicts: dict[str, int] = {}
+        for r in results:
+            verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
+        part.headline = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+        part.failed = any(r.verdict != "pass" for r in results)
+    progress.part_finished(part)
+    return part

@@ -1,0 +1,118 @@
+"""What a roll-up is: plain rows that the Spark job and the DuckDB check both produce, and the
+dashboard renders. Nothing here knows about Spark; two roll-ups of the same traces compare equal.
+
+Rows are sorted by their key fields, so that equality is a plain ``==``. Latencies are in
+microseconds, percentiles by linear interpolation between the closest ranks (Spark's exact
+``percentile``, DuckDB's ``quantile_cont``, NumPy's default), rounded to 0.1 us."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = [
+    "NO_FAULT",
+    "ChaosVerdict",
+    "DivergenceCluster",
+    "GridCell",
+    "LatencyRow",
+    "Rollup",
+    "RunRow",
+]
+
+NO_FAULT = "none"  # the fault label of exchanges made while no fault was active
+
+
+@dataclass(frozen=True, slots=True)
+class GridCell:
+    """One API version on one target: how its exchanges ended."""
+
+    api_key: int
+    api_name: str
+    api_version: int
+    target: str
+    total: int
+    passed: int
+    diverged: int
+    errors: int
+    timeouts: int
+    closed: int
+    skipped: int
+
+    @property
+    def pass_rate(self) -> float:
+        judged = self.total - self.skipped
+        return self.passed / judged if judged else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DivergenceCluster:
+    """Every exchange that diverged with one signature, across all runs read."""
+
+    signature: str
+    api_key: int
+    api_name: str
+    api_version: int
+    exchanges: int  # trace rows with this signature
+    cases: int  # distinct case ids among them
+    targets: tuple[str, ...]  # sorted
+    runs: tuple[str, ...]  # sorted run ids
+    example_case: str | None = None  # a case file that replays it, when a run stored one
+    repro: str | None = None  # the command that replays it
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyRow:
+    target: str
+    api_name: str
+    fault: str  # NO_FAULT, or one active fault label (an exchange under two faults counts for both)
+    exchanges: int
+    p50_us: float
+    p99_us: float
+    p999_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    run_id: str
+    kind: str  # "diff", "chaos" or "traces" (a directory with traces only, e.g. from dissect)
+    targets: tuple[str, ...]
+    exchanges: int
+    passed: int
+    diverged: int
+    errors: int  # error, timeout and closed outcomes
+    started_at: str  # ISO 8601, UTC, the first exchange
+    directory: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosVerdict:
+    scenario: str
+    target: str
+    verdict: str  # pass, violation, faults-did-not-bite, faults-not-applied, no-progress, error
+    promise: str
+    operations: int
+    violations: dict[str, int]
+    excerpts: dict[str, list]  # anomaly -> the smallest stretch of history that shows it
+    run_id: str
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Rollup:
+    grid: list[GridCell] = field(default_factory=list)
+    divergences: list[DivergenceCluster] = field(default_factory=list)
+    latency: list[LatencyRow] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
+    chaos: list[ChaosVerdict] = field(default_factory=list)
+    exchanges: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "exchanges": self.exchanges,
+            "grid": [asdict(c) | {"pass_rate": round(c.pass_rate, 6)} for c in self.grid],
+            "divergences": [asdict(d) for d in self.divergences],
+            "latency": [asdict(r) for r in self.latency],
+            "runs": [asdict(r) for r in self.runs],
+            "chaos": [asdict(v) for v in self.chaos],
+        }
