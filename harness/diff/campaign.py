@@ -248,7 +248,9 @@ def run_campaign(
         @given(strategy)
         def generate(case):
             if stop_drawing is not None and time.monotonic() > stop_drawing:
-                return  # out of time: the remaining draws cost nothing
+                # Out of time. Returning would still pay for drawing every remaining example (a few
+                # ms each, minutes over a large --examples); raising ends the generate phase now.
+                raise _OutOfTime
             outcome = run(case)
             _count(result, outcome)
             for sig in outcome.signatures:
@@ -256,9 +258,16 @@ def run_campaign(
             if progress is not None:
                 progress(result.cases, examples, len(result.found))
 
-        generate()
+        try:
+            generate()
+        except _OutOfTime:
+            pass
         result.operations, result.pairs_compared = engine.operations_run, engine.pairs_compared
         replay = examples if seconds is None else result.cases  # only the cases that were run
+        # Shrinking replays variants of the diverging cases hundreds of times: a search, not a sample.
+        # Traced, it would swamp the run's counts with divergences (and show signatures that only a
+        # variant produced, with no case stored); summary.json counts it as shrink_operations.
+        engine.traces = None
         raised_with = (
             _shrink_all(strategy, run, replay, seed, stop_shrinking) if shrink and result.found else {}
         )
@@ -312,6 +321,10 @@ def _shrink_all(strategy, run, examples: int, seed: int, stop_at: float | None =
     except (DivergenceFound, BaseExceptionGroup):
         pass
     return raised_with
+
+
+class _OutOfTime(Exception):
+    """Raised inside the generating test once a bounded run's drawing time is spent."""
 
 
 class DivergenceFound(Exception):

@@ -273,17 +273,10 @@ class DiffEngine:
         if self.traces is None:
             return
         sig = signature(name, version, found[0]) if found else None
+        # The outcome is the judgement: two targets that answer alike pass, whether the answer holds
+        # an error code (kept in error_codes) or is a closed connection; the grid's rate is agreement.
+        outcome = "diverge" if found else "pass"
         for exchange in pair:
-            if found:
-                outcome = "diverge"
-            elif exchange.fate in ("timeout",):
-                outcome = "timeout"
-            elif exchange.fate in ("closed", "undecodable", "crashed"):
-                outcome = "closed"
-            elif any(exchange.error_codes):
-                outcome = "error"
-            else:
-                outcome = "pass"
             self.traces.append(
                 TraceRow(
                     target=exchange.target,
