@@ -11,6 +11,7 @@ from .capture_commands import capture, dissect
 from .chaos_commands import chaos
 from .codecs_commands import codecs
 from .diff_commands import diff, repro
+from .report_commands import report
 from .toxiproxy_commands import toxiproxy
 
 
@@ -30,6 +31,7 @@ cli.add_command(chaos)
 cli.add_command(capture)
 cli.add_command(dissect)
 cli.add_command(campaign)
+cli.add_command(report)
 
 
 def main() -> None:

@@ -50,3 +50,14 @@ def diff_bench(examples: int, as_json: bool) -> None:
     from .diff_bench import run
 
     run(examples=examples, as_json=as_json)
+
+
+@bench.command("reports")
+@click.option("--rows", default=10_000_000, show_default=True, help="synthetic trace rows to roll up")
+@click.option("--master", default=None, help="a Spark master URL (default: local[*])")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
+def reports_bench(rows: int, master: str | None, as_json: bool) -> None:
+    """The Spark roll-up against DuckDB over the same synthetic traces (they must agree)."""
+    from .reports_bench import run
+
+    run(rows=rows, master=master, as_json=as_json)

@@ -1,0 +1,191 @@
+"""The roll-up again, in DuckDB SQL: the same numbers from the same Parquet by an independent engine and
+independent code (it shares only the row model and the run finder with the Spark job), so that the two
+agreeing is evidence that both are right. It also serves where no Java is installed.
+
+The rules are the Spark job's (see ``rollup.py``): fault rows (api_key -1) are no exchanges; chaos
+operation rows (api_version -1) stay out of the grid only; an exchange counts in the latency row of
+each active fault, or of ``NO_FAULT``; percentiles by linear interpolation (``quantile_cont``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow
+from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
+
+__all__ = ["duckdb_rollup"]
+
+GRID_SQL = """
+SELECT api_key, api_label, api_version, target,
+       count(*),
+       count(*) FILTER (outcome = 'pass'),
+       count(*) FILTER (outcome = 'diverge'),
+       count(*) FILTER (outcome = 'error'),
+       count(*) FILTER (outcome = 'timeout'),
+       count(*) FILTER (outcome = 'closed'),
+       count(*) FILTER (outcome = 'skipped')
+FROM traces
+WHERE api_key >= 0 AND api_version >= 0
+GROUP BY ALL
+"""
+
+DIVERGENCE_SQL = """
+SELECT signature, min(api_key), min(api_label), min(api_version), count(*), count(DISTINCT case_id),
+       list_sort(list_distinct(list(target))), list_sort(list_distinct(list(run_id)))
+FROM traces
+WHERE outcome = 'diverge' AND signature IS NOT NULL
+GROUP BY signature
+"""
+
+LATENCY_SQL = """
+WITH labelled AS (
+    SELECT target, api_label, latency_us,
+           unnest(CASE WHEN len(faults) > 0 THEN faults ELSE [NULL] END) AS fault
+    FROM traces
+    WHERE latency_us IS NOT NULL AND api_key >= 0
+)
+SELECT target, api_label, coalesce(fault, $no_fault) AS fault_label, count(*),
+       quantile_cont(latency_us, [0.5, 0.99, 0.999])
+FROM labelled
+GROUP BY ALL
+"""
+
+RUNS_SQL = """
+SELECT run_id, run_dir,
+       coalesce(list_sort(list_distinct(list(target) FILTER (api_key >= 0))), []),
+       count(*) FILTER (api_key >= 0),
+       count(*) FILTER (api_key >= 0 AND outcome = 'pass'),
+       count(*) FILTER (api_key >= 0 AND outcome = 'diverge'),
+       count(*) FILTER (api_key >= 0 AND outcome IN ('error', 'timeout', 'closed')),
+       epoch_us(min(started_at))
+FROM traces
+GROUP BY run_id, run_dir
+"""
+
+
+def duckdb_rollup(runs: list[RunDirectory]) -> Rollup:
+    import duckdb
+
+    rollup = Rollup(chaos=chaos_verdicts(runs))
+    with duckdb.connect() as db:
+        if not _create_traces_view(db, runs):
+            return rollup
+        try:
+            # sorted here rather than in SQL, so the order is Python's, as in the Spark job
+            cells = [GridCell(*row) for row in db.execute(GRID_SQL).fetchall()]
+            rollup.grid = sorted(cells, key=lambda c: (c.api_key, c.api_name, c.api_version, c.target))
+            rollup.divergences = _divergences(db, runs)
+            rollup.latency = _latency(db)
+            rollup.runs = _runs(db, runs)
+            rollup.exchanges = db.execute("SELECT count(*) FROM traces WHERE api_key >= 0").fetchone()[0]
+        except duckdb.Error as exc:  # a file that went bad after find_runs checked its footer
+            _raise_for_bad_file(exc, runs, db)
+            raise
+    return rollup
+
+
+def _create_traces_view(db, runs: list[RunDirectory]) -> bool:
+    """A ``traces`` view over every run's files, with the run directory's index and an API label."""
+    selects = []
+    for index, run in enumerate(runs):
+        if run.trace_files:
+            files = ", ".join(_literal(p) for p in run.trace_files)
+            selects.append(f"SELECT *, {index} AS run_dir FROM read_parquet([{files}])")
+    if not selects:
+        return False
+    union = " UNION ALL ".join(selects)
+    db.execute(
+        "CREATE VIEW traces AS SELECT *, coalesce(api_name, 'api-' || api_key::VARCHAR) AS api_label "
+        f"FROM ({union})"
+    )
+    return True
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _divergences(db, runs: list[RunDirectory]) -> list[DivergenceCluster]:
+    cases = example_cases(runs)
+    clusters = []
+    for signature, key, name, version, exchanges, distinct_cases, targets, run_ids in db.sql(
+        DIVERGENCE_SQL
+    ).fetchall():
+        case = cases.get(signature)
+        clusters.append(
+            DivergenceCluster(
+                signature,
+                key,
+                name,
+                version,
+                exchanges,
+                distinct_cases,
+                tuple(targets),
+                tuple(run_ids),
+                example_case=str(case) if case is not None else None,
+                repro=f"kconform repro {case}" if case is not None else None,
+            )
+        )
+    return sorted(clusters, key=lambda c: c.signature)
+
+
+def _latency(db) -> list[LatencyRow]:
+    rows = db.execute(LATENCY_SQL, {"no_fault": NO_FAULT}).fetchall()
+    latency = [
+        LatencyRow(target, name, fault, n, _to_tenth(p[0]), _to_tenth(p[1]), _to_tenth(p[2]))
+        for target, name, fault, n, p in rows
+    ]
+    return sorted(latency, key=lambda r: (r.target, r.api_name, r.fault))
+
+
+def _to_tenth(value: float) -> float:
+    # interpolated between integers at ranks that are multiples of 0.001: three decimals are exact,
+    # and rounding to them first keeps float noise from deciding a tie at .x5
+    return round(round(value, 3), 1)
+
+
+def _runs(db, runs: list[RunDirectory]) -> list[RunRow]:
+    rows = []
+    for run_id, index, targets, exchanges, passed, diverged, errors, first in db.execute(RUNS_SQL).fetchall():
+        started = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=first)
+        rows.append(
+            RunRow(
+                run_id,
+                runs[index].kind,
+                tuple(targets),
+                exchanges,
+                passed,
+                diverged,
+                errors,
+                started.isoformat().replace("+00:00", "Z"),
+                str(runs[index].path),
+            )
+        )
+    return sorted(rows, key=lambda r: (r.run_id, r.directory))
+
+
+def _raise_for_bad_file(exc: Exception, runs: list[RunDirectory], db) -> None:
+    message = str(exc)
+    parts = [part for run in runs for part in run.trace_files]
+    # DuckDB names the file for some failures only (a page that cannot be decoded is "don't know what
+    # type"), so when it names none, each file is read through on its own to find the one at fault.
+    named = [p for p in parts if str(p) in message]
+    bad = named[0] if named else next((p for p in parts if not _readable(db, p)), None)
+    if bad is not None:
+        first = message.strip().splitlines()[0][:300] if message.strip() else "no message"
+        raise ReportInputError(
+            f"{bad}: DuckDB could not read this trace file ({first}); it may be corrupt: move it "
+            "out of traces/ and report again"
+        ) from None
+
+
+def _readable(db, part: Path) -> bool:
+    import duckdb
+
+    try:
+        for _ in db.execute(f"SELECT * FROM read_parquet({_literal(part)})").fetch_record_batch():
+            pass
+    except duckdb.Error:
+        return False
+    return True

@@ -1,0 +1,186 @@
+"""The report's files for machines: ``summary.json`` and JUnit XML, written atomically.
+
+``summary.json`` (schema 1) holds the whole roll-up, the difference from the previous report and the
+history over runs, so that it can itself be the ``--previous`` of a later report. The JUnit file has
+three suites: the conformance grid (a testcase per API version and target, failing on divergences,
+erroring on error outcomes), the chaos verdicts (a testcase per scenario and target, failing on a
+broken promise, erroring when the scenario could not run, skipped when it proved nothing) and the
+divergence clusters (a failing testcase each, carrying its repro command)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from .compare import Comparison
+from .markup import version_label
+from .model import Rollup
+
+__all__ = [
+    "SUMMARY_SCHEMA",
+    "atomic_write_text",
+    "junit_xml",
+    "summary_json",
+    "write_junit",
+    "write_summary_json",
+]
+
+SUMMARY_SCHEMA = 1
+# Characters XML 1.0 cannot hold, even escaped; trace text (signatures, history lines) may carry them.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+INCONCLUSIVE = (
+    "faults-did-not-bite",
+    "faults-not-applied",
+    "no-progress",
+)  # chaos verdicts that prove nothing
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write beside the target and rename over it, so a reader never sees half a file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def summary_json(
+    rollup: Rollup, comparison: Comparison, *, generated_at: str | None = None, title: str | None = None
+) -> dict[str, Any]:
+    violations = sum(1 for v in rollup.chaos if v.verdict == "violation")
+    totals = {
+        "runs": len(rollup.runs),
+        "exchanges": rollup.exchanges,
+        "grid_cells": len(rollup.grid),
+        "failing_cells": sum(1 for c in rollup.grid if c.diverged),
+        "divergence_signatures": len(rollup.divergences),
+        "chaos_results": len(rollup.chaos),
+        "chaos_violations": violations,
+        "pass_rate": comparison.pass_rate,
+        "new_divergences": len(comparison.new_divergences),
+        "fixed_divergences": len(comparison.fixed_divergences),
+    }
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "title": title,
+        "generated_at": generated_at,
+        "totals": totals,
+        **rollup.to_json(),
+        "comparison": comparison.to_json(),
+        "history": [p.to_json() for p in comparison.history],
+    }
+
+
+def write_summary_json(
+    path: Path,
+    rollup: Rollup,
+    comparison: Comparison,
+    *,
+    generated_at: str | None = None,
+    title: str | None = None,
+) -> None:
+    data = summary_json(rollup, comparison, generated_at=generated_at, title=title)
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=False) + "\n")
+
+
+def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
+    return ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+
+
+def _grid_suite(rollup: Rollup) -> ET.Element:
+    suite = ET.Element("testsuite", name="kconform.grid")
+    for c in rollup.grid:
+        case = _case(suite, f"kconform.grid.{c.target}", f"{c.api_name} {version_label(c.api_version)}")
+        counts = (
+            f"{c.total} exchanges: {c.passed} passed, {c.diverged} diverged, {c.errors} errors, "
+            f"{c.timeouts} timeouts, {c.closed} closed, {c.skipped} skipped"
+        )
+        # Only a divergence fails a cell: an answer with an error code is Kafka's answer too when the
+        # targets agree on it, and client operations under faults are judged by their chaos verdicts.
+        if c.diverged:
+            ET.SubElement(case, "failure", type="divergence", message=f"{c.diverged} diverged").text = counts
+        else:
+            ET.SubElement(case, "system-out").text = counts
+    return suite
+
+
+def _chaos_suite(rollup: Rollup) -> ET.Element:
+    suite = ET.Element("testsuite", name="kconform.chaos")
+    for v in rollup.chaos:
+        case = _case(suite, f"kconform.chaos.{v.target}", v.scenario)
+        if v.verdict == "violation":
+            broken = ", ".join(f"{name} x{n}" for name, n in sorted(v.violations.items()))
+            excerpts = "\n\n".join(
+                f"{name}:\n" + "\n".join(map(str, lines)) for name, lines in sorted(v.excerpts.items())
+            )
+            failure = ET.SubElement(case, "failure", type="violation", message=f"{v.promise}: {broken}")
+            failure.text = excerpts
+        elif v.verdict == "error":
+            ET.SubElement(case, "error", type="error", message=v.error or "the scenario could not run")
+        elif v.verdict in INCONCLUSIVE:
+            ET.SubElement(case, "skipped", message=v.verdict)
+        ET.SubElement(case, "system-out").text = f"{v.promise}; {v.operations} operations; run {v.run_id}"
+    return suite
+
+
+def _divergence_suite(rollup: Rollup) -> ET.Element:
+    suite = ET.Element("testsuite", name="kconform.divergences")
+    for d in rollup.divergences:
+        case = _case(suite, f"kconform.divergences.{d.api_name}", d.signature)
+        failure = ET.SubElement(
+            case,
+            "failure",
+            type="divergence",
+            message=f"{d.exchanges} exchanges in {d.cases} cases differ between {' and '.join(d.targets)}",
+        )
+        failure.text = "\n".join(
+            line
+            for line in (
+                f"example case: {d.example_case}" if d.example_case else "",
+                f"replay: {d.repro}" if d.repro else "",
+                f"runs: {', '.join(d.runs)}",
+            )
+            if line
+        )
+    return suite
+
+
+def _count(suite: ET.Element) -> dict[str, int]:
+    cases = suite.findall("testcase")
+    return {
+        "tests": len(cases),
+        "failures": sum(1 for c in cases if c.find("failure") is not None),
+        "errors": sum(1 for c in cases if c.find("error") is not None),
+        "skipped": sum(1 for c in cases if c.find("skipped") is not None),
+    }
+
+
+def _make_xml_safe(root: ET.Element) -> None:
+    for element in root.iter():
+        if element.text:
+            element.text = _NOT_XML.sub("\ufffd", element.text)
+        for key, value in element.attrib.items():
+            element.set(key, _NOT_XML.sub("\ufffd", value))
+
+
+def junit_xml(rollup: Rollup, *, timestamp: str | None = None) -> str:
+    root = ET.Element("testsuites", name="kconform")
+    totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+    for suite in (_grid_suite(rollup), _chaos_suite(rollup), _divergence_suite(rollup)):
+        counts = _count(suite)
+        suite.attrib.update({k: str(n) for k, n in counts.items()} | {"time": "0"})
+        if timestamp:
+            suite.set("timestamp", timestamp)
+        totals = {k: totals[k] + counts[k] for k in totals}
+        root.append(suite)
+    root.attrib.update({k: str(n) for k, n in totals.items() if k != "skipped"} | {"time": "0"})
+    _make_xml_safe(root)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(path: Path, rollup: Rollup, *, timestamp: str | None = None) -> None:
+    atomic_write_text(path, junit_xml(rollup, timestamp=timestamp))

@@ -1,0 +1,269 @@
+"""The roll-up in Spark: every run's traces read as one DataFrame, folded into the dashboard's rows.
+
+Three aggregations, each scanning only the Parquet columns it needs:
+- outcome counts by run, target, API, version and outcome (a few thousand rows however many traces),
+  from which the grid, the run rows and the total are summed on the driver;
+- divergence clusters, over the ``diverge`` rows that carry a signature;
+- exact latency percentiles by target, API and fault (Spark's ``percentile``: linear interpolation
+  between closest ranks, like DuckDB's ``quantile_cont``).
+
+What counts where:
+- Fault rows (api_key -1, written by chaos runs when a fault starts or ends) are events, not exchanges:
+  they count nowhere but in a run's start time.
+- Chaos operation rows (api_version -1: a client operation, not one wire request at one version) count
+  in the run rows, the total and the latency table, but not in the grid, which is by protocol version.
+- An exchange under two faults counts in the latency row of each; one under none in ``NO_FAULT``.
+- A row without an API name is labelled ``api-<key>``.
+
+Nothing here assumes the driver's disk beyond reading the run directories' JSON, so the same code runs
+on a cluster given a master URL, as long as the executors see the same paths."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import reduce
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from kconform.harness.traces import SCHEMA
+
+from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow
+from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = ["spark_rollup", "spark_schema"]
+
+PERCENTILES = (0.5, 0.99, 0.999)
+ERROR_OUTCOMES = ("error", "timeout", "closed")
+
+
+def spark_schema() -> StructType:
+    """The trace schema (``kconform.harness.traces.SCHEMA``) as Spark types."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, _spark_type(f.type), f.nullable) for f in SCHEMA])
+
+
+def _spark_type(arrow: pa.DataType) -> DataType:
+    from pyspark.sql import types as T
+
+    if pa.types.is_list(arrow):
+        return T.ArrayType(_spark_type(arrow.value_type))
+    simple = {
+        pa.string(): T.StringType(),
+        pa.int16(): T.ShortType(),
+        pa.int32(): T.IntegerType(),
+        pa.int64(): T.LongType(),
+    }
+    if pa.types.is_timestamp(arrow):
+        return T.TimestampType()
+    if arrow not in simple:
+        raise TypeError(f"no Spark type for trace column type {arrow}")
+    return simple[arrow]
+
+
+def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
+    """Roll the runs' traces up with ``spark``; the chaos verdicts come from their chaos.json files."""
+    rollup = Rollup(chaos=chaos_verdicts(runs))
+    traces = _traces(runs, spark)
+    if traces is None:
+        return rollup
+    try:
+        counts = _outcome_counts(traces)
+        rollup.divergences = _divergences(traces, runs)
+        rollup.latency = _latency(traces)
+    except Exception as exc:  # a file that went bad after find_runs checked its footer
+        _raise_for_bad_file(exc, runs)
+        raise
+    rollup.grid = _grid(counts)
+    rollup.runs = _run_rows(counts, runs)
+    rollup.exchanges = sum(row["n"] for row in counts if row["api_key"] >= 0)
+    return rollup
+
+
+def _traces(runs: list[RunDirectory], spark: SparkSession) -> DataFrame | None:
+    """Every run's trace files, tagged with the index of their run directory."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    schema = spark_schema()
+    frames = [
+        spark.read.schema(schema)
+        .parquet(*(p.as_uri() for p in run.trace_files))
+        .withColumn("run_dir", F.lit(i))
+        for i, run in enumerate(runs)
+        if run.trace_files
+    ]
+    if not frames:
+        return None
+    traces = reduce(DataFrame.unionByName, frames)
+    fallback = F.concat(F.lit("api-"), F.col("api_key").cast("string"))
+    return traces.withColumn("api_label", F.coalesce(F.col("api_name"), fallback))
+
+
+def _outcome_counts(traces: DataFrame) -> list[dict]:
+    from pyspark.sql import functions as F
+
+    keys = ["run_dir", "run_id", "target", "api_key", "api_label", "api_version", "outcome"]
+    grouped = traces.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias("n"), F.unix_micros(F.min("started_at")).alias("first_us")
+    )
+    return [row.asDict() for row in grouped.collect()]
+
+
+def _grid(counts: list[dict]) -> list[GridCell]:
+    cells: dict[tuple, dict[str, int]] = {}
+    for row in counts:
+        if row["api_key"] < 0 or row["api_version"] < 0:
+            continue
+        key = (row["api_key"], row["api_label"], row["api_version"], row["target"])
+        tally = cells.setdefault(key, dict.fromkeys(("total", *_OUTCOME_FIELDS.values()), 0))
+        tally["total"] += row["n"]
+        if row["outcome"] in _OUTCOME_FIELDS:
+            tally[_OUTCOME_FIELDS[row["outcome"]]] += row["n"]
+    return [
+        GridCell(api_key=k, api_name=name, api_version=v, target=t, **tally)
+        for (k, name, v, t), tally in sorted(cells.items())
+    ]
+
+
+_OUTCOME_FIELDS = {
+    "pass": "passed",
+    "diverge": "diverged",
+    "error": "errors",
+    "timeout": "timeouts",
+    "closed": "closed",
+    "skipped": "skipped",
+}
+
+
+def _run_rows(counts: list[dict], runs: list[RunDirectory]) -> list[RunRow]:
+    tallies: dict[tuple[str, int], dict] = {}
+    for row in counts:
+        tally = tallies.setdefault(
+            (row["run_id"], row["run_dir"]),
+            {
+                "targets": set(),
+                "exchanges": 0,
+                "passed": 0,
+                "diverged": 0,
+                "errors": 0,
+                "first": row["first_us"],
+            },
+        )
+        tally["first"] = min(tally["first"], row["first_us"])
+        if row["api_key"] < 0:
+            continue
+        tally["targets"].add(row["target"])
+        tally["exchanges"] += row["n"]
+        tally["passed"] += row["n"] if row["outcome"] == "pass" else 0
+        tally["diverged"] += row["n"] if row["outcome"] == "diverge" else 0
+        tally["errors"] += row["n"] if row["outcome"] in ERROR_OUTCOMES else 0
+    rows = [
+        RunRow(
+            run_id=run_id,
+            kind=runs[index].kind,
+            targets=tuple(sorted(t["targets"])),
+            exchanges=t["exchanges"],
+            passed=t["passed"],
+            diverged=t["diverged"],
+            errors=t["errors"],
+            started_at=_iso(t["first"]),
+            directory=str(runs[index].path),
+        )
+        for (run_id, index), t in tallies.items()
+    ]
+    return sorted(rows, key=lambda r: (r.run_id, r.directory))
+
+
+def _iso(micros: int) -> str:
+    return (
+        (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)).isoformat().replace("+00:00", "Z")
+    )
+
+
+def _divergences(traces: DataFrame, runs: list[RunDirectory]) -> list[DivergenceCluster]:
+    from pyspark.sql import functions as F
+
+    diverged = traces.where((F.col("outcome") == "diverge") & F.col("signature").isNotNull())
+    grouped = diverged.groupBy("signature").agg(
+        F.min("api_key").alias("api_key"),
+        F.min("api_label").alias("api_name"),
+        F.min("api_version").alias("api_version"),
+        F.count(F.lit(1)).alias("exchanges"),
+        F.countDistinct("case_id").alias("cases"),
+        F.sort_array(F.collect_set("target")).alias("targets"),
+        F.sort_array(F.collect_set("run_id")).alias("runs"),
+    )
+    cases = example_cases(runs)
+    clusters = []
+    for row in grouped.collect():
+        case = cases.get(row["signature"])
+        clusters.append(
+            DivergenceCluster(
+                signature=row["signature"],
+                api_key=row["api_key"],
+                api_name=row["api_name"],
+                api_version=row["api_version"],
+                exchanges=row["exchanges"],
+                cases=row["cases"],
+                targets=tuple(row["targets"]),
+                runs=tuple(row["runs"]),
+                example_case=str(case) if case else None,
+                repro=f"kconform repro {case}" if case else None,
+            )
+        )
+    return sorted(clusters, key=lambda c: c.signature)
+
+
+def _latency(traces: DataFrame) -> list[LatencyRow]:
+    from pyspark.sql import functions as F
+
+    timed = traces.where(F.col("latency_us").isNotNull() & (F.col("api_key") >= 0))
+    # explode_outer keeps an exchange under no fault (an empty list) as one row with a null label
+    exploded = timed.select("target", "api_label", "latency_us", F.explode_outer("faults").alias("fault"))
+    labelled = exploded.withColumn("fault", F.coalesce(F.col("fault"), F.lit(NO_FAULT)))
+    grouped = labelled.groupBy("target", "api_label", "fault").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.percentile(F.col("latency_us"), list(PERCENTILES)).alias("p"),
+    )
+    rows = [
+        LatencyRow(
+            target=row["target"],
+            api_name=row["api_label"],
+            fault=row["fault"],
+            exchanges=row["n"],
+            p50_us=_tenth(row["p"][0]),
+            p99_us=_tenth(row["p"][1]),
+            p999_us=_tenth(row["p"][2]),
+        )
+        for row in grouped.collect()
+    ]
+    return sorted(rows, key=lambda r: (r.target, r.api_name, r.fault))
+
+
+def _tenth(value: float) -> float:
+    """To 0.1 us. A percentile interpolated between integers at a rank that is a multiple of 0.001 has
+    at most three decimal places, so rounding to three first removes the floating-point noise in
+    which two engines differ, and would otherwise decide a tie at .x5."""
+    return round(round(value, 3), 1)
+
+
+def _raise_for_bad_file(exc: Exception, runs: list[RunDirectory]) -> None:
+    """A ReportInputError naming the trace file that ``exc`` (Spark's, from an executor) is about."""
+    message = str(exc)
+    for run in runs:
+        for part in run.trace_files:
+            if str(part) in message:
+                raise ReportInputError(
+                    f"{part}: Spark could not read this trace file ({_first_line(message)}); it may be "
+                    "corrupt: move it out of traces/ and report again"
+                ) from None
+
+
+def _first_line(message: str) -> str:
+    return message.strip().splitlines()[0][:300] if message.strip() else "no message"

@@ -1,0 +1,201 @@
+"""Run directories: finding them, and reading what the harness left beside their traces.
+
+A run directory holds ``traces/part-NNNNNN.parquet``. A differential run (``kconform diff``) adds
+``run.json``, ``summary.json`` (its differences, each with a case file) and ``cases/case-NNN.json``; a
+chaos run (``kconform chaos``) adds ``chaos.json``; anything else with traces (``kconform dissect``) is
+kind ``traces``. Every file is checked here, before any engine reads it, so that bad input is one
+``ReportInputError`` naming the file and what was expected, never a stack trace from deep in Spark.
+Parquet files are checked by their footers (cheap: the data itself is read once, by the engine)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kconform.harness.traces import SCHEMA
+
+from .model import ChaosVerdict
+
+__all__ = ["ReportInputError", "RunDirectory", "chaos_verdicts", "example_cases", "find_runs"]
+
+EXPECTED = (
+    "a run directory (a folder with traces/part-*.parquet, as kconform diff, kconform chaos and "
+    "kconform campaign write) or a folder of run directories"
+)
+
+
+class ReportInputError(ValueError):
+    """Input a report cannot be made from; the message names the file and what was expected."""
+
+
+@dataclass(slots=True)
+class RunDirectory:
+    path: Path
+    run_id: str | None  # from run.json, summary.json or chaos.json; None for traces alone
+    kind: str  # "diff", "chaos" or "traces"
+    summary: dict | None = None  # summary.json of a diff run
+    chaos: dict | None = None  # chaos.json of a chaos run
+    cases: dict[str, Path] = field(default_factory=dict)  # signature -> the case file that replays it
+
+    @property
+    def trace_files(self) -> list[Path]:
+        return sorted((self.path / "traces").glob("part-*.parquet"))
+
+
+def find_runs(paths: Iterable[Path | str]) -> list[RunDirectory]:
+    """Every run directory at or up to two levels below each path, in path order, each checked."""
+    found: dict[Path, RunDirectory] = {}
+    for given in paths:
+        path = Path(given).resolve()
+        if not path.exists():
+            raise ReportInputError(f"{given}: no such file or directory; expected {EXPECTED}")
+        if not path.is_dir():
+            raise ReportInputError(f"{given}: not a directory; expected {EXPECTED}")
+        directories = _run_directories(path)
+        if not directories:
+            raise ReportInputError(f"{given}: no run directories found; expected {EXPECTED}")
+        for directory in directories:
+            if directory not in found:
+                found[directory] = _read_run(directory)
+    return [found[p] for p in sorted(found)]
+
+
+def _run_directories(path: Path) -> list[Path]:
+    if _is_run(path):
+        return [path]
+    runs = []
+    for child in sorted(p for p in path.iterdir() if p.is_dir()):
+        if _is_run(child):
+            runs.append(child)
+        else:  # a campaign's out directory holds one folder per part
+            runs.extend(g for g in sorted(child.iterdir()) if g.is_dir() and _is_run(g))
+    return runs
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "traces").is_dir()
+
+
+def _read_run(path: Path) -> RunDirectory:
+    summary = _json_object(path / "summary.json")
+    chaos = _json_object(path / "chaos.json")
+    run = _json_object(path / "run.json")
+    if chaos is not None:
+        kind = "chaos"
+    elif summary is not None or run is not None:
+        kind = "diff"
+    else:
+        kind = "traces"
+    run_id = next(
+        (d["run_id"] for d in (run, summary, chaos) if d and isinstance(d.get("run_id"), str)), None
+    )
+    directory = RunDirectory(path, run_id, kind, summary, chaos, _case_files(path, summary))
+    for part in directory.trace_files:
+        _check_parquet(part)
+    if chaos is not None:
+        _chaos_results(path / "chaos.json", chaos)  # shape-checked now, read by chaos_verdicts
+    return directory
+
+
+def _json_object(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportInputError(
+            f"{path}: not readable JSON ({exc}); rerun the command that wrote it, or move the run aside"
+        ) from None
+    if not isinstance(data, dict):
+        raise ReportInputError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def _case_files(path: Path, summary: dict | None) -> dict[str, Path]:
+    if summary is None:
+        return {}
+    differences = summary.get("differences", [])
+    if not isinstance(differences, list) or not all(isinstance(d, dict) for d in differences):
+        raise ReportInputError(f"{path / 'summary.json'}: 'differences' should be a list of objects")
+    cases = {}
+    for difference in differences:
+        signature, case_id = difference.get("signature"), difference.get("case_id")
+        case = path / "cases" / f"{case_id}.json"
+        if isinstance(signature, str) and isinstance(case_id, str) and case.is_file():
+            cases[signature] = case
+    return cases
+
+
+def _check_parquet(path: Path) -> None:
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ReportInputError(
+            f"{path}: not a readable Parquet trace file ({exc}); it may be truncated or corrupt: move it "
+            "out of traces/ and report again"
+        ) from None
+    for expected in SCHEMA:
+        found = schema.field(expected.name) if expected.name in schema.names else None
+        if found is None or not found.type.equals(expected.type):
+            what = "missing" if found is None else f"of type {found.type}, expected {expected.type}"
+            raise ReportInputError(
+                f"{path}: column {expected.name} is {what}; this is not a kconform trace file of "
+                f"schema version {SCHEMA.metadata[b'kconform.trace.schema_version'].decode()}"
+            )
+
+
+def _chaos_results(path: Path, chaos: dict) -> list[dict[str, Any]]:
+    results = chaos.get("results")
+    if not isinstance(results, list) or not all(isinstance(r, dict) and "scenario" in r for r in results):
+        raise ReportInputError(
+            f"{path}: 'results' should be a list of scenario results (chaos.json schema 1)"
+        )
+    return results
+
+
+def example_cases(runs: Iterable[RunDirectory]) -> dict[str, Path]:
+    """Signature -> a case file that replays it: the first run's (in path order) that has one."""
+    cases: dict[str, Path] = {}
+    for run in sorted(runs, key=lambda r: r.path):
+        for signature, case in run.cases.items():
+            cases.setdefault(signature, case)
+    return cases
+
+
+def chaos_verdicts(runs: Iterable[RunDirectory]) -> list[ChaosVerdict]:
+    """One verdict per scenario result in the runs' chaos.json files, sorted by scenario, target, run.
+    Excerpts are kept for the anomalies that broke the promise (allowed ones are only measured)."""
+    verdicts = []
+    for run in runs:
+        if run.chaos is None:
+            continue
+        run_id = str(run.chaos.get("run_id") or run.run_id or run.path.name)
+        for result in _chaos_results(run.path / "chaos.json", run.chaos):
+            anomalies = [a for a in result.get("anomalies", []) if isinstance(a, dict)]
+            operations = result.get("operations")
+            if isinstance(operations, dict):  # counts by kind: ok, fail, info
+                operations = sum(v for v in operations.values() if isinstance(v, int))
+            verdicts.append(
+                ChaosVerdict(
+                    scenario=str(result["scenario"]),
+                    target=str(result.get("target") or run.chaos.get("target") or ""),
+                    verdict=str(result.get("verdict", "error")),
+                    promise=str(result.get("promise", "")),
+                    operations=operations if isinstance(operations, int) else 0,
+                    violations={str(k): int(v) for k, v in (result.get("violations") or {}).items()},
+                    excerpts={
+                        str(a["anomaly"]): list(a.get("excerpt") or [])
+                        for a in anomalies
+                        if a.get("verdict") == "violation" and "anomaly" in a
+                    },
+                    run_id=run_id,
+                    error=str(result["error"]) if result.get("error") else None,
+                )
+            )
+    return sorted(verdicts, key=lambda v: (v.scenario, v.target, v.run_id))

@@ -1,0 +1,199 @@
+"""The dashboard's overview sections: the verdict at a glance, what changed since the previous report,
+the history over runs and the run directories read."""
+
+from __future__ import annotations
+
+from .charts import OUTCOME_COLOURS, LinePoint, Series, line_chart
+from .compare import Comparison, FormerDivergence
+from .markup import esc, fmt_count, fmt_rate
+from .model import Rollup
+from .sections_results import cluster_order, outcomes_by, section
+
+__all__ = ["changes_section", "history_section", "runs_section", "summary_section"]
+
+HALF_WIDTH = 560  # viewBox width of a chart drawn in half the page, so its text stays readable
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def _verdict(rollup: Rollup) -> tuple[str, str]:
+    """The one sentence a reader takes away, and how it should look (good, warn, bad, none)."""
+    violations = [v for v in rollup.chaos if v.verdict == "violation"]
+    failed = [v for v in rollup.chaos if v.verdict == "error"]
+    apis = {(d.api_name, d.api_version) for d in rollup.divergences}
+    errors = sum(c.errors for c in rollup.grid if c.api_version >= 0)
+    if not rollup.exchanges and not rollup.chaos:
+        return "Nothing to report: the runs read hold no exchanges and no chaos results.", "none"
+    findings = []
+    if violations:
+        findings.append(f"{_plural(len(violations), 'broken promise')} under chaos")
+    if rollup.divergences:
+        signatures = _plural(len(rollup.divergences), "divergence signature")
+        findings.append(f"{signatures} in {_plural(len(apis), 'API version')}")
+    if errors:
+        findings.append(f"{_plural(errors, 'exchange')} ended in error")
+    if failed:
+        findings.append(f"{_plural(len(failed), 'chaos scenario')} could not run")
+    if findings:
+        return "; ".join(findings) + ".", "bad" if violations else "warn"
+    judged = sum(c.total - c.skipped for c in rollup.grid)
+    kept = f"; all {_plural(len(rollup.chaos), 'chaos scenario')} kept their promise" if rollup.chaos else ""
+    return f"All {fmt_count(judged)} judged exchanges conform{kept}.", "good"
+
+
+def _tile(label: str, value: str, note: str = "") -> str:
+    return (
+        f'<div class="tile"><div class="label">{esc(label)}</div><div class="value">{value}</div>'
+        f'<div class="note">{note}</div></div>'
+    )
+
+
+def _change(delta: float | None) -> str:
+    if delta is None:
+        return "no previous report"
+    if abs(delta) < 5e-5:
+        return "unchanged since previous"
+    cls, sign = ("up", "+") if delta > 0 else ("down", "−")
+    return f'<span class="{cls}">{sign}{abs(delta) * 100:.2f} pts</span> since previous'
+
+
+def summary_section(rollup: Rollup, comparison: Comparison) -> str:
+    sentence, look = _verdict(rollup)
+    targets = sorted({c.target for c in rollup.grid} | {v.target for v in rollup.chaos})
+    violations = sum(1 for v in rollup.chaos if v.verdict == "violation")
+    new, fixed = len(comparison.new_divergences), len(comparison.fixed_divergences)
+    divergence_note = f"{new:,} new, {fixed:,} fixed" if comparison.has_previous else "signatures"
+    tiles = "".join(
+        (
+            _tile("Exchanges", fmt_count(rollup.exchanges), esc(f"in {_plural(len(rollup.runs), 'run')}")),
+            _tile("Pass rate", fmt_rate(comparison.pass_rate), _change(comparison.pass_rate_change)),
+            _tile("Divergences", fmt_count(len(rollup.divergences)), esc(divergence_note)),
+            _tile("Chaos", f"{violations:,} / {len(rollup.chaos):,}", "violations / scenario results"),
+            _tile("Targets", str(len(targets)), esc(", ".join(targets)) or "none"),
+        )
+    )
+    body = f'<div class="verdict {look}" role="status"><span class="dot"></span>{esc(sentence)}</div>'
+    body += f'<div class="tiles">{tiles}</div>'
+    if rollup.grid:
+        body += outcomes_by(
+            rollup.grid,
+            lambda c: c.target,
+            chart_id="chart-outcomes",
+            kind="outcomes",
+            title="Outcomes by target",
+            desc="For each target, the share of its exchanges that passed, diverged, erred, timed out, "
+            "were closed or skipped; the total is printed at the right.",
+        )
+    return section("summary", "Summary", "The verdict at a glance.", body)
+
+
+def _former(items: list[FormerDivergence], badge: str) -> str:
+    return "".join(
+        f'<li><span class="badge {badge}">{esc(d.api_name)} v{d.api_version}</span>'
+        f'<span class="mono">{esc(d.signature)}</span> '
+        f'<span class="hint">({esc(" vs ".join(d.targets))})</span></li>'
+        for d in items
+    )
+
+
+def changes_section(rollup: Rollup, comparison: Comparison) -> str:
+    title = "Changes since the previous report"
+    if not comparison.has_previous:
+        lead = "Give an earlier report with <code>--previous DIR</code> to see what changed."
+        return section("changes", title, lead, '<p class="empty">No previous report to compare with.</p>')
+    when = comparison.previous_generated_at or "an earlier report"
+    lead = (
+        f"Compared with the report of {esc(when)}: pass rate {fmt_rate(comparison.previous_pass_rate)} → "
+        f"{fmt_rate(comparison.pass_rate)} ({_change(comparison.pass_rate_change)})."
+    )
+    index = {d.signature: i for i, d in enumerate(cluster_order(rollup.divergences))}
+    new = "".join(
+        f'<li><span class="badge new">new</span><a class="mono" href="#divergence-{index[d.signature]}">'
+        f"{esc(d.signature)}</a> <span class=hint>({esc(' vs '.join(d.targets))})</span></li>"
+        for d in comparison.new_divergences
+    )
+    fixed = _former(comparison.fixed_divergences, "fixed")
+    columns = (
+        f"<div><h3>New divergences ({len(comparison.new_divergences):,})</h3>"
+        f'<ul class="plain">{new or "<li class=hint>none</li>"}</ul></div>'
+        f"<div><h3>Fixed divergences ({len(comparison.fixed_divergences):,})</h3>"
+        f'<ul class="plain">{fixed or "<li class=hint>none</li>"}</ul></div>'
+    )
+    body = f'<div class="changes">{columns}</div>'
+    if comparison.not_retested:
+        body += (
+            f"<h3>Not retested ({len(comparison.not_retested):,})</h3><p class=lead>Seen last time, but this "
+            "report did not exercise that API version on those targets, so they are neither fixed nor still "
+            f'there.</p><ul class="plain">{_former(comparison.not_retested, "")}</ul>'
+        )
+    if comparison.verdict_changes:
+        rows = "".join(
+            f'<tr><td class="mono">{esc(c.scenario)}</td><td>{esc(c.target)}</td><td>{esc(c.before)}</td>'
+            f"<td>{esc(c.after)}</td></tr>"
+            for c in comparison.verdict_changes
+        )
+        body += (
+            "<h3>Chaos verdicts that changed</h3><table><thead><tr><th>scenario</th><th>target</th>"
+            f"<th>before</th><th>now</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    return section("changes", title, lead, body)
+
+
+def history_section(comparison: Comparison) -> str:
+    points = comparison.history
+    lead = "Every run read by this report and those carried forward from previous reports, oldest first."
+    if not points:
+        return section("history", "History over runs", lead, '<p class="empty">No runs yet.</p>')
+    labels = [f"{p.started_at[5:16].replace('T', ' ')}" or p.run_id[:8] for p in points]
+    rates = line_chart(
+        [LinePoint(label, (p.pass_rate,)) for label, p in zip(labels, points, strict=True)],
+        [Series("pass rate", OUTCOME_COLOURS["pass"])],
+        chart_id="chart-history-pass",
+        kind="history-pass-rate",
+        title="Pass rate by run",
+        desc="The share of each run's judged exchanges that passed, one point per run, oldest first.",
+        axis_title="run start (UTC)",
+        fmt=lambda v: f"{v * 100:.0f}%",
+        y_max=1.0,
+        width=HALF_WIDTH,
+    )
+    divergences = line_chart(
+        [LinePoint(label, (float(p.signatures),)) for label, p in zip(labels, points, strict=True)],
+        [Series("divergence signatures", OUTCOME_COLOURS["diverge"])],
+        chart_id="chart-history-divergences",
+        kind="history-divergences",
+        title="Divergence signatures by run",
+        desc="How many distinct divergence signatures each run showed, one point per run, oldest first.",
+        axis_title="run start (UTC)",
+        fmt=lambda v: f"{v:,.0f}",
+        width=HALF_WIDTH,
+    )
+    return section("history", "History over runs", lead, f'<div class="charts-2">{rates}{divergences}</div>')
+
+
+def _when(iso: str) -> str:
+    """``2026-01-01T00:00:00.000184Z`` -> ``2026-01-01 00:00:00``: seconds are enough to read."""
+    return iso[:19].replace("T", " ")
+
+
+def runs_section(rollup: Rollup) -> str:
+    lead = "The run directories this report read."
+    if not rollup.runs:
+        return section("runs", "Runs", lead, '<p class="empty">No runs were read.</p>')
+    rows = "".join(
+        f'<tr data-row><td class="mono">{esc(r.run_id)}</td><td>{esc(r.kind)}</td>'
+        f"<td>{esc(', '.join(r.targets))}</td><td class=mono>{esc(_when(r.started_at))}</td>"
+        f'<td class="num">{r.exchanges:,}</td><td class="num">{r.passed:,}</td>'
+        f'<td class="num">{r.diverged:,}</td>'
+        f'<td class="num">{r.errors:,}</td><td class="mono">{esc(r.directory)}</td></tr>'
+        for r in sorted(rollup.runs, key=lambda r: (r.started_at, r.run_id))
+    )
+    table = (
+        '<div class="scroll"><table id="runs-table"><thead><tr><th>run</th><th>kind</th><th>targets</th>'
+        '<th>started (UTC)</th><th class="num">exchanges</th><th class="num">pass</th>'
+        '<th class="num">diverge</th><th class="num">error</th><th>directory</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )
+    return section("runs", "Runs", lead, table)

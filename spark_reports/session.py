@@ -1,0 +1,76 @@
+"""A SparkSession for the roll-up: local mode on every core by default, any master by URL.
+
+Spark's own console output is cut down to warnings by ``log4j2.properties`` beside this module (it is
+passed to the driver JVM, which is where the console is; executors on a cluster log to their workers).
+The local settings suit a small machine: a handful of shuffle partitions instead of 200, the driver's
+heap large enough for exact percentiles over millions of rows, and no web UI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["LOG_CONFIG", "SparkUnavailable", "spark_session"]
+
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+DRIVER_MEMORY = "4g"
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start here: no Java, or no pyspark."""
+
+
+def _java_found() -> bool:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        return (Path(java_home) / "bin" / "java").is_file()
+    return shutil.which("java") is not None
+
+
+def _settings(master: str) -> dict[str, str]:
+    cores = os.cpu_count() or 2
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+    }
+    if master.startswith("local"):
+        # The executors live in the driver's JVM, so its heap is all there is; the roll-up's shuffles
+        # carry a few thousand groups, so two partitions per core beat the default 200.
+        settings["spark.driver.memory"] = DRIVER_MEMORY
+        settings["spark.sql.shuffle.partitions"] = str(2 * cores)
+    return settings
+
+
+@contextmanager
+def spark_session(master: str | None = None, *, app_name: str = "kconform-report") -> Iterator[SparkSession]:
+    """``with spark_session() as spark: ...``; the session is stopped on leaving the block."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkUnavailable(
+            "pyspark is not installed: pip install 'kconform[spark]' (or use the DuckDB engine)"
+        ) from exc
+    if not _java_found():
+        raise SparkUnavailable(
+            "Spark needs Java 17 or newer and none was found: install a JDK and put java on PATH "
+            "or set JAVA_HOME (or use the DuckDB engine)"
+        )
+    master = master or "local[*]"
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in _settings(master).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    try:
+        yield spark
+    finally:
+        spark.stop()

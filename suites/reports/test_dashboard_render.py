@@ -1,0 +1,277 @@
+"""The dashboard, summary.json and JUnit XML from roll-ups built by hand: no Spark, no browser.
+
+The roll-up below has a known content (two targets, a divergence whose signature carries markup, a
+chaos violation with its history excerpt), so each section can be checked for what it must show."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kconform.harness.cli import cli
+from kconform.spark_reports.build import load_previous
+from kconform.spark_reports.compare import compare
+from kconform.spark_reports.dashboard import SECTION_IDS, render_dashboard
+from kconform.spark_reports.model import (
+    NO_FAULT,
+    ChaosVerdict,
+    DivergenceCluster,
+    GridCell,
+    LatencyRow,
+    Rollup,
+    RunRow,
+)
+from kconform.spark_reports.outputs import junit_xml, write_junit, write_summary_json
+from kconform.spark_reports.runs import ReportInputError
+
+HOSTILE = 'Produce/v9/<script>alert("x")</script>/value'
+
+
+def cell(
+    api: str, key: int, version: int, target: str, passed: int, diverged: int = 0, errors: int = 0
+) -> GridCell:
+    total = passed + diverged + errors
+    return GridCell(key, api, version, target, total, passed, diverged, errors, 0, 0, 0)
+
+
+def cluster(signature: str, api: str = "Produce", version: int = 9, run: str = "run-2") -> DivergenceCluster:
+    return DivergenceCluster(
+        signature=signature,
+        api_key=0,
+        api_name=api,
+        api_version=version,
+        exchanges=12,
+        cases=3,
+        targets=("rdkafka-mock", "reference"),
+        runs=(run,),
+        example_case="/runs/r2/cases/case-007.json",
+        repro="kconform repro /runs/r2/cases/case-007.json",
+    )
+
+
+def sample_rollup() -> Rollup:
+    grid = [
+        cell("Produce", 0, 9, "reference", passed=88, diverged=12),
+        cell("Produce", 0, 9, "rdkafka-mock", passed=88, diverged=12),
+        cell("Metadata", 3, 12, "reference", passed=50),
+        cell("Metadata", 3, 12, "rdkafka-mock", passed=47, errors=3),
+    ]
+    latency = [
+        LatencyRow("reference", "Produce", NO_FAULT, 100, 410.0, 2900.0, 8100.0),
+        LatencyRow("rdkafka-mock", "Produce", NO_FAULT, 100, 120.0, 900.0, 1500.0),
+        LatencyRow("reference", "Produce", "latency@*(latency=100)", 40, 101_000.0, 140_000.0, 151_000.0),
+    ]
+    runs = [
+        RunRow(
+            "run-1",
+            "diff",
+            ("rdkafka-mock", "reference"),
+            200,
+            176,
+            24,
+            0,
+            "2026-01-01T10:00:00Z",
+            "/runs/r1",
+        ),
+        RunRow("run-2", "chaos", ("reference",), 100, 97, 0, 3, "2026-01-02T10:00:00Z", "/runs/r2"),
+    ]
+    chaos = [
+        ChaosVerdict(
+            scenario="idempotent-reset-peer",
+            target="reference",
+            verdict="violation",
+            promise="zero duplicates and zero losses of acknowledged writes",
+            operations=500,
+            violations={"duplicate": 2},
+            excerpts={"duplicate": [{"op": "send", "value": 41}, "ack 41 offset 7", "ack 41 offset 8 <dup>"]},
+            run_id="run-2",
+        ),
+        ChaosVerdict(
+            "acks1-latency", "reference", "pass", "no acknowledged write lost", 300, {}, {}, "run-2"
+        ),
+    ]
+    return Rollup(
+        grid=grid,
+        divergences=[cluster(HOSTILE), cluster("Metadata/v12/brokers[*].rack/value", "Metadata", 12)],
+        latency=latency,
+        runs=runs,
+        chaos=chaos,
+        exchanges=300,
+    )
+
+
+class _Elements(HTMLParser):
+    """Every element's tag and attributes, and the page's text; enough to check structure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> _Elements:
+    parser = _Elements()
+    parser.feed(page)
+    return parser
+
+
+def render(rollup: Rollup, previous: dict | None = None) -> str:
+    return render_dashboard(rollup, compare(rollup, previous), title="test <report>", generated_at="now")
+
+
+def test_every_section_is_there_and_shows_its_content():
+    page = render(sample_rollup())
+    parsed = parse(page)
+    ids = {attrs.get("id") for _, attrs in parsed.elements}
+    assert set(SECTION_IDS) <= ids
+    grid_rows = re.search(r'<table class="grid" id="grid-table">.*?</table>', page, re.S).group(0)
+    assert grid_rows.count("<tr data-row>") == 2  # Produce v9 and Metadata v12, a column per target
+    assert grid_rows.count('class="cell"') == 4
+    assert page.count('class="cluster"') == 2
+    assert "kconform repro /runs/r2/cases/case-007.json" in page
+    assert "<details" in page and "ack 41 offset 8 &lt;dup&gt;" in page  # the violation's excerpt
+    assert "test &lt;report&gt;" in page
+
+
+def test_charts_carry_their_marks():
+    parsed = parse(render(sample_rollup()))
+    charts = {
+        attrs["data-chart"]: int(attrs["data-marks"]) for _, attrs in parsed.elements if "data-chart" in attrs
+    }
+    assert {"outcomes", "outcomes-by-api", "divergences-by-api", "latency", "latency-faults"} <= charts.keys()
+    assert {"history-pass-rate", "history-divergences"} <= charts.keys()
+    assert all(marks > 0 for marks in charts.values()), charts
+    assert charts["latency"] == 2 * 3  # two targets, three percentiles each
+    svgs = [attrs for tag, attrs in parsed.elements if tag == "svg"]
+    assert svgs and all(a.get("role") == "img" and a.get("aria-labelledby") for a in svgs)
+
+
+def test_trace_text_is_escaped_and_nothing_is_loaded_from_elsewhere():
+    page = render(sample_rollup())
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert page.count("<script>") == 1  # the page's own filter script, nothing else
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "@import" not in page and "url(" not in page
+
+
+def test_an_empty_rollup_renders_and_says_there_is_nothing():
+    page = render(Rollup())
+    ids = {attrs.get("id") for _, attrs in parse(page).elements}
+    assert set(SECTION_IDS) <= ids
+    assert "Nothing to report" in page
+    assert "nothing to grid" in page and "No divergences" in page and "No chaos scenarios" in page
+
+
+def test_compare_finds_new_fixed_and_not_retested_divergences():
+    rollup = sample_rollup()
+    previous = {
+        "schema": 1,
+        "generated_at": "yesterday",
+        "grid": [
+            {"passed": 90, "total": 100, "skipped": 0},
+        ],
+        "divergences": [
+            {
+                "signature": HOSTILE,
+                "api_name": "Produce",
+                "api_version": 9,
+                "targets": ["rdkafka-mock", "reference"],
+            },
+            {
+                "signature": "Metadata/v12/old",
+                "api_name": "Metadata",
+                "api_version": 12,
+                "targets": ["reference"],
+            },
+            {"signature": "Fetch/v4/gone?", "api_name": "Fetch", "api_version": 4, "targets": ["reference"]},
+        ],
+        "chaos": [{"scenario": "idempotent-reset-peer", "target": "reference", "verdict": "pass"}],
+    }
+    comparison = compare(rollup, previous)
+    assert [d.signature for d in comparison.new_divergences] == ["Metadata/v12/brokers[*].rack/value"]
+    assert [d.signature for d in comparison.fixed_divergences] == ["Metadata/v12/old"]
+    assert [d.signature for d in comparison.not_retested] == ["Fetch/v4/gone?"]  # Fetch v4 was not run
+    assert [(c.before, c.after) for c in comparison.verdict_changes] == [("pass", "violation")]
+    assert comparison.previous_pass_rate == 0.9
+    assert comparison.pass_rate_change == pytest.approx(273 / 300 - 0.9)
+    page = render_dashboard(rollup, comparison, title="t", generated_at="now")
+    changes = re.search(r'<section class="panel" id="changes".*?</section>', page, re.S).group(0)
+    assert "Metadata/v12/brokers[*].rack/value" in changes and "Metadata/v12/old" in changes
+
+
+def test_summary_json_round_trips_as_the_previous_report(tmp_path: Path):
+    first = sample_rollup()
+    write_summary_json(tmp_path / "summary.json", first, compare(first, None), generated_at="t1", title="r")
+    previous = load_previous(tmp_path)  # the folder, as --previous takes it
+    assert previous["schema"] == 1 and previous["totals"]["divergence_signatures"] == 2
+    assert [p["run_id"] for p in previous["history"]] == ["run-1", "run-2"]
+
+    # The next report: one divergence fixed, a new run; the history keeps the runs read before.
+    later = sample_rollup()
+    later.divergences = later.divergences[1:]
+    later.runs = [RunRow("run-3", "diff", ("reference",), 10, 10, 0, 0, "2026-01-03T10:00:00Z", "/runs/r3")]
+    comparison = compare(later, previous)
+    assert [d.signature for d in comparison.fixed_divergences] == [HOSTILE]
+    assert not comparison.new_divergences
+    assert [p.run_id for p in comparison.history] == ["run-1", "run-2", "run-3"]
+    assert not list(tmp_path.glob(".*tmp"))  # written atomically, nothing left behind
+
+
+def test_a_previous_report_that_is_not_one_is_refused(tmp_path: Path):
+    with pytest.raises(ReportInputError, match="no summary.json"):
+        load_previous(tmp_path)
+    (tmp_path / "summary.json").write_text('{"schema": 99}')
+    with pytest.raises(ReportInputError, match="schema 99"):
+        load_previous(tmp_path)
+
+
+def test_junit_has_a_testcase_per_cell_and_scenario_failing_where_it_should(tmp_path: Path):
+    write_junit(tmp_path / "junit.xml", sample_rollup())
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    grid = suites["kconform.grid"]
+    assert len(grid.findall("testcase")) == 4
+    failing = {
+        (c.get("classname"), c.get("name")) for c in grid.findall("testcase") if c.find("failure") is not None
+    }
+    assert failing == {
+        ("kconform.grid.reference", "Produce v9"),
+        ("kconform.grid.rdkafka-mock", "Produce v9"),
+    }
+    # the mock's Metadata v12 cell has error answers but no divergence: it passes
+    assert not [c for c in grid.findall("testcase") if c.find("error") is not None]
+    chaos = suites["kconform.chaos"].findall("testcase")
+    assert [(c.get("name"), c.find("failure") is not None) for c in chaos] == [
+        ("idempotent-reset-peer", True),
+        ("acks1-latency", False),
+    ]
+    assert "ack 41 offset 8 <dup>" in chaos[0].find("failure").text
+    assert root.get("failures") == str(2 + 1 + 2)  # grid cells, chaos, divergence clusters
+    assert int(root.get("tests")) == 4 + 2 + 2
+
+
+def test_junit_stays_valid_xml_whatever_the_traces_hold():
+    rollup = Rollup(divergences=[cluster("Produce/v9/\x00\x1b[31m/value & <more>")])
+    ET.fromstring(junit_xml(rollup))
+
+
+def test_report_command_on_a_bad_path_exits_2_with_a_message(tmp_path: Path):
+    result = CliRunner().invoke(
+        cli, ["report", str(tmp_path / "no-such-run"), "--out", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.output and "no-such-run" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "out" / "index.html").exists()

@@ -1,0 +1,231 @@
+"""The Spark job runs unchanged on a Spark cluster: a standalone Master and one Worker (1 core, 1 GiB)
+started here from pyspark's own launcher, the roll-up run against them by master URL (in this process,
+and through ``kconform report --master``), and the numbers equal to the DuckDB roll-up's.
+
+The Master and Worker are processes of their own session (process group), killed as a group when the
+module is done, executors included; every wait has a timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kconform.harness.traces import read_traces
+from kconform.spark_reports.duck import duckdb_rollup
+from kconform.spark_reports.runs import RunDirectory, find_runs
+from kconform.spark_reports.synth import synthesise
+
+pytestmark = pytest.mark.slow
+
+START_TIMEOUT = 120.0  # seconds for the Master to lead and the Worker to register
+JOB_TIMEOUT = 300.0  # seconds for one roll-up on the cluster
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    url: str
+    master_log: Path
+    worker_log: Path
+    work_dir: Path  # the Worker's: one folder per application, one per executor inside
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def cluster_env() -> dict[str, str]:
+    """For the daemons and any driver: the same Python on executors, everything on the loopback."""
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(spark_home()),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
+    return env
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
+
+
+def wait_for(what: str, ready, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if process.poll() is not None:
+            pytest.fail(f"{what} exited with {process.returncode} before it was ready:\n{tail(log)}")
+        time.sleep(0.25)
+    pytest.fail(f"{what} was not ready after {START_TIMEOUT:.0f} s:\n{tail(log)}")
+
+
+def accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the process group (the daemon's JVM and whatever it started), SIGKILL if it lingers."""
+    if process.poll() is not None:
+        return
+    for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    home = spark_home()
+    spark_class = home / "bin" / "spark-class"
+    assert spark_class.is_file(), f"pyspark has no launcher at {spark_class}"
+    root = tmp_path_factory.mktemp("cluster")
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    env = cluster_env()
+    # no REST submission server: it would take the fixed port 6066, shared with any other master
+    env["SPARK_MASTER_OPTS"] = "-Dspark.master.rest.enabled=false"
+    cluster = Cluster(url, root / "master.log", root / "worker.log", root / "work")
+    processes: list[subprocess.Popen] = []
+
+    def start(log: Path, *args: str) -> subprocess.Popen:
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [str(spark_class), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=root,
+                start_new_session=True,  # its own process group, for stop()
+            )
+        processes.append(process)
+        return process
+
+    try:
+        master = start(
+            cluster.master_log,
+            "org.apache.spark.deploy.master.Master",
+            *("--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"),
+        )
+        wait_for(
+            "the Spark Master",
+            lambda: accepts(port) and "I have been elected leader" in cluster.master_log.read_text(),
+            master,
+            cluster.master_log,
+        )
+        worker = start(
+            cluster.worker_log,
+            "org.apache.spark.deploy.worker.Worker",
+            url,
+            *("--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0"),
+            *("--work-dir", str(cluster.work_dir)),
+        )
+        wait_for(
+            "the Spark Worker",
+            lambda: "Registering worker" in cluster.master_log.read_text(),
+            worker,
+            cluster.worker_log,
+        )
+        yield cluster
+    finally:
+        for process in reversed(processes):
+            stop(process)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[RunDirectory]:
+    root = tmp_path_factory.mktemp("cluster-runs").resolve()
+    synthesise(root, 20_000, seed=5, runs=1, chaos_runs=1, row_group_rows=5_000)
+    return find_runs([root])
+
+
+def exchanges_in(runs: list[RunDirectory]) -> int:
+    table = read_traces([r.path for r in runs])
+    return sum(1 for key in table["api_key"].to_pylist() if key >= 0)
+
+
+def test_spark_rollup_on_the_cluster_equals_duckdb(
+    cluster: Cluster, runs: list[RunDirectory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kconform.spark_reports.rollup import spark_rollup
+    from kconform.spark_reports.session import spark_session
+
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP"):
+        monkeypatch.setenv(name, cluster_env()[name])
+    with spark_session(master=cluster.url) as spark:
+        assert spark.sparkContext.master == cluster.url
+        app_id = spark.sparkContext.applicationId
+        # a job waiting for resources the cluster lacks would wait for ever: cancel it instead
+        watchdog = threading.Timer(JOB_TIMEOUT, spark.sparkContext.cancelAllJobs)
+        watchdog.start()
+        try:
+            found = spark_rollup(runs, spark)
+        finally:
+            watchdog.cancel()
+    expected = duckdb_rollup(runs)
+    assert found.exchanges == expected.exchanges == exchanges_in(runs) > 19_000
+    assert found.grid == expected.grid
+    assert found.divergences == expected.divergences
+    assert found.latency == expected.latency
+    assert found.runs == expected.runs
+    assert found == expected
+    # the work ran in an executor the Worker started, not in the driver
+    assert app_id.startswith("app-"), app_id
+    assert list((cluster.work_dir / app_id).glob("*/stderr")), f"no executor of {app_id} ran on the Worker"
+
+
+def test_kconform_report_with_master(cluster: Cluster, runs: list[RunDirectory], tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    run_dirs = [str(r.path) for r in runs]
+    command = [sys.executable, "-m", "kconform.harness.cli", "report", *run_dirs, "--out", str(out)]
+    started = len(list(cluster.work_dir.glob("app-*")))
+    result = subprocess.run(
+        [*command, "--master", cluster.url],
+        env=cluster_env(),
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr[-4000:]}"
+    assert f"starting Spark ({cluster.url})" in result.stderr
+    for name in ("index.html", "summary.json", "junit.xml"):
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / "summary.json").read_text())
+    expected = json.loads(json.dumps(duckdb_rollup(runs).to_json()))
+    assert summary["totals"]["exchanges"] == expected["exchanges"] == exchanges_in(runs)
+    assert summary["totals"]["runs"] == len(runs) == 2
+    assert summary["totals"]["grid_cells"] == len(expected["grid"])
+    assert summary["totals"]["divergence_signatures"] == len(expected["divergences"])
+    for part in ("grid", "divergences", "latency", "runs", "chaos"):
+        assert summary[part] == expected[part], part
+    assert len(list(cluster.work_dir.glob("app-*"))) == started + 1  # the report ran on the cluster
