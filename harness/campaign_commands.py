@@ -16,7 +16,7 @@ import click
     show_default=True,
     help="comma-separated targets; the first is compared with each of the others",
 )
-@click.option("--duration", default="7m", show_default=True, help="time budget of the whole campaign (s, m)")
+@click.option("--duration", default="8m", show_default=True, help="time budget of the whole campaign (s, m)")
 @click.option("--examples", default=100_000, show_default=True, help="upper bound on generated diff cases")
 @click.option("--scenario", "scenarios", multiple=True, help="only these chaos scenarios (repeatable)")
 @click.option("--no-diff", is_flag=True, help="skip the differential campaign")
