@@ -119,6 +119,8 @@ def changes_section(rollup: Rollup, comparison: Comparison) -> str:
         f"<div><h3>New divergences ({len(comparison.new_divergences):,})</h3>"
         f'<ul class="plain">{new or "<li class=hint>none</li>"}</ul></div>'
         f"<div><h3>Fixed divergences ({len(comparison.fixed_divergences):,})</h3>"
+        '<p class="hint">seen before, not seen this time although their API version ran: fixed, or not '
+        "hit by this run's cases</p>"
         f'<ul class="plain">{fixed or "<li class=hint>none</li>"}</ul></div>'
     )
     body = f'<div class="changes">{columns}</div>'
@@ -142,10 +144,15 @@ def changes_section(rollup: Rollup, comparison: Comparison) -> str:
 
 
 def history_section(comparison: Comparison) -> str:
-    points = comparison.history
-    lead = "Every run read by this report and those carried forward from previous reports, oldest first."
+    # Pass rate and signatures are what a differential run measures; a chaos run's exchanges are a
+    # workload's operations under faults, judged by its verdicts, so plotting them here would mix scales.
+    points = [p for p in comparison.history if p.kind == "diff"]
+    lead = (
+        "Every differential run read by this report and those carried forward from previous reports, "
+        "oldest first (chaos runs are judged by their verdicts, above)."
+    )
     if not points:
-        return section("history", "History over runs", lead, '<p class="empty">No runs yet.</p>')
+        return section("history", "History over runs", lead, '<p class="empty">No differential runs yet.</p>')
     labels = [f"{p.started_at[5:16].replace('T', ' ')}" or p.run_id[:8] for p in points]
     rates = line_chart(
         [LinePoint(label, (p.pass_rate,)) for label, p in zip(labels, points, strict=True)],

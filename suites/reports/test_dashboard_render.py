@@ -153,6 +153,7 @@ def test_charts_carry_their_marks():
     assert {"history-pass-rate", "history-divergences"} <= charts.keys()
     assert all(marks > 0 for marks in charts.values()), charts
     assert charts["latency"] == 2 * 3  # two targets, three percentiles each
+    assert charts["history-pass-rate"] == 1  # run-1 only: a chaos run is judged by its verdicts
     svgs = [attrs for tag, attrs in parsed.elements if tag == "svg"]
     assert svgs and all(a.get("role") == "img" and a.get("aria-labelledby") for a in svgs)
 
