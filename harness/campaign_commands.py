@@ -58,19 +58,24 @@ def campaign(
 
     from .campaign import plan_campaign, previous_report, run_end_to_end
     from .chaos.scenarios import load_catalogue
+    from .targets.base import TargetError
+    from .targets.registry import make_target
 
     console = Console(stderr=True)
+    names = [t.strip() for t in targets.split(",") if t.strip()]
     try:
+        for name in names:  # a typo is an error now, not minutes later when its part starts
+            make_target(name)
         budget = parse_duration(duration)
         plan = plan_campaign(
-            [t.strip() for t in targets.split(",") if t.strip()],
+            names,
             budget,
             load_catalogue(),
             diff=not no_diff,
             chaos=not no_chaos,
             scenarios=scenarios,
         )
-    except (ScheduleError, ValueError) as exc:
+    except (ScheduleError, TargetError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
     if not plan.diff_pairs and not plan.chaos:
         raise click.UsageError(

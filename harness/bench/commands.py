@@ -53,7 +53,13 @@ def diff_bench(examples: int, as_json: bool) -> None:
 
 
 @bench.command("reports")
-@click.option("--rows", default=10_000_000, show_default=True, help="synthetic trace rows to roll up")
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1),
+    default=10_000_000,
+    show_default=True,
+    help="synthetic trace rows to roll up",
+)
 @click.option("--master", default=None, help="a Spark master URL (default: local[*])")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
 def reports_bench(rows: int, master: str | None, as_json: bool) -> None:

@@ -102,3 +102,26 @@ def test_the_previous_report_is_the_newest_campaign_beside_this_one(tmp_path):
     assert previous_report(tmp_path / "campaign-4") == tmp_path / "campaign-2" / "report"
     assert previous_report(tmp_path / "campaign-2") == tmp_path / "campaign-1" / "report"
     assert previous_report(tmp_path / "nowhere" / "campaign-1") is None
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--targets", "nosuch,reference"], "unknown target 'nosuch'"),
+        (["--targets", "reference@typo=1,rdkafka-mock"], "unknown option(s) typo"),
+        (["--targets", "rdkafka-mock:0,reference"], "broker count must be a positive number"),
+        (["--duration", "soon"], "'soon' is not a duration"),
+        (["--duration", "30s"], "leaves too little for the differential campaign"),
+        (["--scenario", "no-such-scenario"], "unknown scenario(s) no-such-scenario"),
+    ],
+)
+def test_the_command_refuses_bad_settings_before_starting_anything(tmp_path, args, says):
+    from click.testing import CliRunner
+
+    from kconform.harness.cli import cli
+
+    out = tmp_path / "campaign"
+    result = CliRunner().invoke(cli, ["campaign", *args, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert not out.exists(), "nothing may start before the settings are known to be good"
