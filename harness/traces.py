@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 __all__ = ["OUTCOMES", "SCHEMA", "SCHEMA_VERSION", "TraceRow", "TraceWriter", "read_traces"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added ``signatures``; files of version 1 read with it empty
 OUTCOMES = ("pass", "diverge", "error", "timeout", "closed", "skipped")
 
 SCHEMA = pa.schema(
@@ -44,6 +44,7 @@ SCHEMA = pa.schema(
         pa.field("error_codes", pa.list_(pa.int16())),  # every error code in the response, in order
         pa.field("outcome", pa.string(), nullable=False),
         pa.field("signature", pa.string()),  # the divergence signature, when outcome is "diverge"
+        pa.field("signatures", pa.list_(pa.string())),  # every field's signature, ``signature`` first
         pa.field("topics", pa.list_(pa.string())),
         pa.field("faults", pa.list_(pa.string())),  # faults active during the exchange
         pa.field("verdict", pa.string()),  # a checker's verdict, for chaos runs
@@ -69,6 +70,7 @@ class TraceRow:
     latency_us: int | None = None
     error_codes: list[int] = field(default_factory=list)
     signature: str | None = None
+    signatures: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     verdict: str | None = None
@@ -126,6 +128,7 @@ class TraceWriter:
         cols["error_codes"].append(list(row.error_codes))
         cols["outcome"].append(row.outcome)
         cols["signature"].append(row.signature)
+        cols["signatures"].append(list(row.signatures))
         cols["topics"].append(list(row.topics))
         cols["faults"].append(list(row.faults))
         cols["verdict"].append(row.verdict)

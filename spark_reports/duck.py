@@ -11,6 +11,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from kconform.harness.traces import SCHEMA
+
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow
 from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
 
@@ -31,11 +35,17 @@ GROUP BY ALL
 """
 
 DIVERGENCE_SQL = """
-SELECT signature, min(api_key), min(api_label), min(api_version), count(*), count(DISTINCT case_id),
+WITH fields AS (
+    SELECT api_key, api_label, api_version, case_id, target, run_id,
+           unnest(CASE WHEN len(signatures) > 0 THEN signatures ELSE [signature] END) AS field_signature
+    FROM traces
+    WHERE outcome = 'diverge'
+)
+SELECT field_signature, min(api_key), min(api_label), min(api_version), count(*), count(DISTINCT case_id),
        list_sort(list_distinct(list(target))), list_sort(list_distinct(list(run_id)))
-FROM traces
-WHERE outcome = 'diverge' AND signature IS NOT NULL
-GROUP BY signature
+FROM fields
+WHERE field_signature IS NOT NULL
+GROUP BY field_signature
 """
 
 LATENCY_SQL = """
@@ -91,7 +101,15 @@ def _create_traces_view(db, runs: list[RunDirectory]) -> bool:
     for index, run in enumerate(runs):
         if run.trace_files:
             files = ", ".join(_literal(p) for p in run.trace_files)
-            selects.append(f"SELECT *, {index} AS run_dir FROM read_parquet([{files}])")
+            # union_by_name: files of an older schema version (a run resumed after an upgrade) lack a
+            # column the others have; a column no file of the run has is null
+            present = set().union(*(pq.read_schema(p).names for p in run.trace_files))
+            columns = ", ".join(
+                name if name in present else f"NULL::{_SQL_TYPES[name]} AS {name}" for name in SCHEMA.names
+            )
+            selects.append(
+                f"SELECT {columns}, {index} AS run_dir FROM read_parquet([{files}], union_by_name = true)"
+            )
     if not selects:
         return False
     union = " UNION ALL ".join(selects)
@@ -100,6 +118,9 @@ def _create_traces_view(db, runs: list[RunDirectory]) -> bool:
         f"FROM ({union})"
     )
     return True
+
+
+_SQL_TYPES = {"signatures": "VARCHAR[]"}  # the columns a file may lack (runs.ADDED_COLUMNS)
 
 
 def _literal(path: Path) -> str:

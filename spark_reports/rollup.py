@@ -3,7 +3,7 @@
 Three aggregations, each scanning only the Parquet columns it needs:
 - outcome counts by run, target, API, version and outcome (a few thousand rows however many traces),
   from which the grid, the run rows and the total are summed on the driver;
-- divergence clusters, over the ``diverge`` rows that carry a signature;
+- divergence clusters, over the ``diverge`` rows, one for each field signature a row carries;
 - exact latency percentiles by target, API and fault (Spark's ``percentile``: linear interpolation
   between closest ranks, like DuckDB's ``quantile_cont``).
 
@@ -189,7 +189,14 @@ def _iso(micros: int) -> str:
 def _divergences(traces: DataFrame, runs: list[RunDirectory]) -> list[DivergenceCluster]:
     from pyspark.sql import functions as F
 
-    diverged = traces.where((F.col("outcome") == "diverge") & F.col("signature").isNotNull())
+    # every field an exchange differs in (``signatures``); files older than that column have only the
+    # first (``signature``)
+    every = F.when(F.size("signatures") > 0, F.col("signatures")).otherwise(F.array("signature"))
+    diverged = (
+        traces.where(F.col("outcome") == "diverge")
+        .withColumn("signature", F.explode(every))
+        .where(F.col("signature").isNotNull())
+    )
     grouped = diverged.groupBy("signature").agg(
         F.min("api_key").alias("api_key"),
         F.min("api_label").alias("api_name"),

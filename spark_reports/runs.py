@@ -132,6 +132,11 @@ def _case_files(path: Path, summary: dict | None) -> dict[str, Path]:
     return cases
 
 
+# Columns later schema versions added: a file written before them reads them as null (both engines are
+# given the schema, and treat null as the column's empty value).
+ADDED_COLUMNS = {"signatures": 2}
+
+
 def _check_parquet(path: Path) -> None:
     try:
         schema = pq.read_schema(path)
@@ -142,12 +147,19 @@ def _check_parquet(path: Path) -> None:
         ) from None
     for expected in SCHEMA:
         found = schema.field(expected.name) if expected.name in schema.names else None
+        if found is None and _version(schema) < ADDED_COLUMNS.get(expected.name, 0):
+            continue
         if found is None or not found.type.equals(expected.type):
             what = "missing" if found is None else f"of type {found.type}, expected {expected.type}"
             raise ReportInputError(
                 f"{path}: column {expected.name} is {what}; this is not a kconform trace file of "
                 f"schema version {SCHEMA.metadata[b'kconform.trace.schema_version'].decode()}"
             )
+
+
+def _version(schema: pa.Schema) -> int:
+    text = (schema.metadata or {}).get(b"kconform.trace.schema_version", b"")
+    return int(text) if text.isdigit() else 0
 
 
 def _chaos_results(path: Path, chaos: dict) -> list[dict[str, Any]]:

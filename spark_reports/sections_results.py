@@ -189,9 +189,9 @@ def _cluster(index: int, d: DivergenceCluster, new: bool) -> str:
 
 def divergences_section(clusters: Sequence[DivergenceCluster], new_signatures: set[str]) -> str:
     lead = (
-        "Differences between targets, clustered by signature (API/version/field path/kind) of the first "
-        "field each exchange differs in, most frequent first; the run's summary.json lists every field. "
-        "Each comes with a case that replays it."
+        "Differences between targets, clustered by signature (API/version/field path/kind): an exchange "
+        "counts once under each field it differs in. Most frequent first; each comes with a case that "
+        "replays it."
     )
     if not clusters:
         return section(

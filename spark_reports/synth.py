@@ -190,6 +190,7 @@ def _diff_table(
     slowed = pc.greater(pc.list_value_length(faults), 0).to_numpy(zero_copy_only=False)
     codes = _error_codes(rng, per_row(outcome))
     row_signature = per_row(signature)
+    field_signatures = _field_signatures(rng, sigs, signature)
     case_text = pc.binary_join_element_wise(
         f"{run_id[:6]}s0c", pc.cast(pa.array(per_row(case)), pa.string()), ""
     )
@@ -209,6 +210,7 @@ def _diff_table(
         "error_codes": codes,
         "outcome": pa.array(list(OUTCOME_SHARES)).take(pa.array(per_row(outcome))),
         "signature": sigs.text.take(pa.array(row_signature, mask=row_signature < 0)),
+        "signatures": field_signatures.take(pa.array(np.repeat(np.arange(exchanges), width)[:rows])),
         "topics": _lists(rng, topic_pool, rows, lengths=(0.2, 0.7, 0.1)),
         "faults": faults,
         "verdict": pa.nulls(rows, pa.string()),
@@ -245,12 +247,34 @@ def _chaos_table(rng: np.random.Generator, run_id: str, rows: int, target: str, 
         ),
         "outcome": pa.array(list(OUTCOME_SHARES)).take(pa.array(outcome)),
         "signature": pa.nulls(rows, pa.string()),
+        "signatures": pa.ListArray.from_arrays(
+            pa.array(np.zeros(rows + 1, np.int32)), pa.array([], pa.string())
+        ),
         "topics": pa.repeat(pa.scalar([f"chaos-{scenario}-0"], pa.list_(pa.string())), rows),
         "faults": faults,
         "verdict": pa.repeat(pa.scalar("pass"), rows),
         "started_at": _times(rng, np.arange(rows), number),
     }
     return pa.Table.from_pydict(columns, schema=SCHEMA)
+
+
+def _field_signatures(rng: np.random.Generator, sigs: _Signatures, signature: np.ndarray) -> pa.Array:
+    """Per exchange, every field it differs in: its signature, and for one in four a second field of
+    the same API version; empty where it did not diverge."""
+    texts = sigs.text.to_pylist()
+    second = rng.random(len(signature)) < 0.25
+    picks = rng.integers(len(FIELDS), size=len(signature))
+    lists: list[list[str]] = []
+    for index, number in enumerate(signature.tolist()):
+        if number < 0:
+            lists.append([])
+            continue
+        first = texts[number]
+        api, version, _ = first.split("/", 2)
+        path, kind = FIELDS[int(picks[index])]
+        other = f"{api}/{version}/{path}/{kind}"
+        lists.append([first, other] if second[index] and other != first else [first])
+    return pa.array(lists, pa.list_(pa.string()))
 
 
 def _versions(rng: np.random.Generator, mix: _Mix, api: np.ndarray) -> np.ndarray:
@@ -320,7 +344,16 @@ def _write_diff_extras(directory: Path, run_id: str, targets: tuple[str, ...], t
         json.dumps({"run_id": run_id, "targets": described, "seed": 0, "segments": 1})
     )
     diverged = table.filter(pc.equal(table["outcome"], "diverge"))
-    counts = diverged.group_by(["signature", "api_key", "api_version"]).aggregate([("seq", "count")])
+    owner = pc.list_parent_indices(diverged["signatures"])  # one row a field signature
+    fields = pa.table(
+        {
+            "signature": pc.list_flatten(diverged["signatures"]),
+            "api_key": diverged["api_key"].take(owner),
+            "api_version": diverged["api_version"].take(owner),
+            "seq": diverged["seq"].take(owner),
+        }
+    )
+    counts = fields.group_by(["signature", "api_key", "api_version"]).aggregate([("seq", "count")])
     differences = []
     for number, row in enumerate(sorted(counts.to_pylist(), key=lambda r: r["signature"])):
         path, _, kind = row["signature"].split("/", 2)[2].rpartition("/")

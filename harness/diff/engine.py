@@ -272,7 +272,9 @@ class DiffEngine:
     def _trace(self, case_id, op, ctx, pair, found, name, version) -> None:
         if self.traces is None:
             return
-        sig = signature(name, version, found[0]) if found else None
+        # one signature a differing field, first seen first: several partitions differing in one
+        # field are one signature (paths are generic)
+        sigs = list(dict.fromkeys(signature(name, version, d) for d in found))
         # The outcome is the judgement: two targets that answer alike pass, whether the answer holds
         # an error code (kept in error_codes) or is a closed connection; the grid's rate is agreement.
         outcome = "diverge" if found else "pass"
@@ -290,7 +292,8 @@ class DiffEngine:
                     response_bytes=exchange.response_bytes,
                     latency_us=exchange.latency_us,
                     error_codes=exchange.error_codes,
-                    signature=sig,
+                    signature=sigs[0] if sigs else None,
+                    signatures=sigs,
                     topics=op.topics(ctx),
                 )
             )

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kconform.harness.traces import OUTCOMES, SCHEMA, read_traces
+from kconform.harness.traces import OUTCOMES, SCHEMA, SCHEMA_VERSION, read_traces
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.model import (
     NO_FAULT,
@@ -48,6 +48,7 @@ T0_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
 HOUR_US = 3_600_000_000
 S1 = "Produce/v9/throttle_time_ms/value"
 S2 = "Fetch/v12/error_code/error_code"
+S3 = "Fetch/v12/responses[*].partitions[*].high_watermark/value"
 OUTCOME_FIELDS = dict(
     zip(OUTCOMES, ("passed", "diverged", "errors", "timeouts", "closed", "skipped"), strict=True)
 )
@@ -68,6 +69,11 @@ class Row:
     case_id: str | None = None
     faults: tuple[str, ...] | None = ()
     started_at_us: int | None = None  # T0 of the run plus the row's position in ms, when None
+    more: tuple[str, ...] = ()  # further fields the exchange differs in (``signatures`` after the first)
+
+    @property
+    def signatures(self) -> list[str]:
+        return [self.signature, *self.more] if self.signature is not None else list(self.more)
 
 
 def trace_table(run_id: str, rows: list[Row], start_us: int) -> pa.Table:
@@ -88,6 +94,7 @@ def trace_table(run_id: str, rows: list[Row], start_us: int) -> pa.Table:
             "error_codes": [],
             "outcome": row.outcome,
             "signature": row.signature,
+            "signatures": row.signatures,
             "topics": ["t"],
             "faults": None if row.faults is None else list(row.faults),
             "verdict": None,
@@ -106,11 +113,17 @@ def write_run(
     *,
     parts: int = 1,
     extras: dict | None = None,
+    schema_version: int = SCHEMA_VERSION,
 ) -> None:
-    """``traces/part-NNNNNN.parquet`` (the rows split into ``parts`` files) and the JSON files given."""
+    """``traces/part-NNNNNN.parquet`` (the rows split into ``parts`` files) and the JSON files given;
+    ``schema_version`` 1 writes the files as kconform did before the ``signatures`` column."""
     traces = directory / "traces"
     traces.mkdir(parents=True)
     table = trace_table(run_id, rows, start_us)
+    if schema_version == 1:
+        table = table.drop_columns(["signatures"]).replace_schema_metadata(
+            {b"kconform.trace.schema_version": b"1"}
+        )
     size = -(-table.num_rows // parts)
     for part in range(parts):
         pq.write_table(table.slice(part * size, size), traces / f"part-{part:06d}.parquet")
@@ -133,8 +146,17 @@ def tenth(value: float) -> float:
 # --- a. the hand-built table ------------------------------------------------------------------------
 
 
-def diverge(target: str, key: int, name: str | None, version: int, latency: int, sig: str | None, case: str):
-    return Row(target, key, name, version, "diverge", latency, sig, case)
+def diverge(
+    target: str,
+    key: int,
+    name: str | None,
+    version: int,
+    latency: int,
+    sig: str | None,
+    case: str,
+    *more: str,
+):
+    return Row(target, key, name, version, "diverge", latency, sig, case, more=more)
 
 
 def ok(target: str, key: int, name: str | None, version: int, latency: int | None, outcome: str = "pass"):
@@ -166,7 +188,7 @@ RUN_A = [
     ok("mock", 1, "Fetch", 12, 300),
     diverge("mock", 1, "Fetch", 12, 400, S2, "a3"),
     diverge("mock", 1, "Fetch", 12, 500, S2, "a4"),
-    diverge("mock", 1, "Fetch", 12, 600, S2, "a4"),
+    diverge("mock", 1, "Fetch", 12, 600, S2, "a4", S3),  # differs in a second field too
     # Metadata v1 on ref: 5 pass at 7 us.
     *[ok("ref", 3, "Metadata", 1, 7) for _ in range(5)],
     # API key 18 without a name (labelled api-18), v3 on mock: 2 pass, 1 diverge without a signature.
@@ -174,7 +196,8 @@ RUN_A = [
     ok("mock", 18, None, 3, 20),
     diverge("mock", 18, None, 3, 40, None, "a5"),
 ]
-# Run B (diff, run-b, an hour later): one more S2 divergence on mock, in another case.
+# Run B (diff, run-b, an hour later), written in trace schema version 1 (no ``signatures`` column):
+# one more S2 divergence on mock, in another case.
 RUN_B = [diverge("mock", 1, "Fetch", 12, 700, S2, "b1")]
 # Run C (chaos, chaos-c, two hours later) on ref: client operations (version -1) under faults A and B,
 # between two fault rows (key -1) whose latencies would wreck every number they were counted in.
@@ -221,7 +244,14 @@ def hand_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         parts=3,
         extras={"run.json": {"run_id": "run-a"}, "summary.json": summary, "cases/case-000.json": case},
     )
-    write_run(root / "diff-b", "run-b", RUN_B, T0_US + HOUR_US, extras={"run.json": {"run_id": "run-b"}})
+    write_run(
+        root / "diff-b",
+        "run-b",
+        RUN_B,
+        T0_US + HOUR_US,
+        extras={"run.json": {"run_id": "run-b"}},
+        schema_version=1,
+    )
     write_run(root / "chaos-c", "chaos-c", RUN_C, T0_US + 2 * HOUR_US, extras={"chaos.json": CHAOS_C})
     return root
 
@@ -253,6 +283,8 @@ def expected_hand_rollup(root: Path) -> Rollup:
     divergences = [
         # S2: a3, a4, a4 in run A and b1 in run B -> 4 exchanges, 3 distinct cases; no case file
         DivergenceCluster(S2, 1, "Fetch", 12, 4, 3, ("mock",), ("run-a", "run-b")),
+        # S3: the second field of the last a4 exchange only
+        DivergenceCluster(S3, 1, "Fetch", 12, 1, 1, ("mock",), ("run-a",)),
         # S1: a1, a2 on each of two targets -> 4 exchanges, 2 cases; summary.json names case-000
         DivergenceCluster(
             S1, 0, "Produce", 9, 4, 2, ("mock", "ref"), ("run-a",), str(case), f"kconform repro {case}"
@@ -387,7 +419,18 @@ def pyarrow_rollup(runs: list[RunDirectory]) -> Rollup:
         tally[OUTCOME_FIELDS[row["outcome"]]] += row["seq_count"]
     grid = [GridCell(k, n, v, t, **tally) for (k, n, v, t), tally in sorted(cells.items())]
 
-    diverged = table.filter(pc.and_(pc.equal(table["outcome"], "diverge"), pc.is_valid(table["signature"])))
+    diverged = table.filter(pc.equal(table["outcome"], "diverge"))
+    # one row a field signature: ``signatures`` where written, else ``signature`` (schema version 1)
+    every = [
+        fields if fields else [first]
+        for fields, first in zip(
+            diverged["signatures"].to_pylist(), diverged["signature"].to_pylist(), strict=True
+        )
+    ]
+    owner = np.repeat(np.arange(len(every)), [len(f) for f in every])
+    diverged = diverged.take(pa.array(owner, pa.int64())).drop_columns(["signature"])
+    diverged = diverged.append_column("signature", pa.array([f for fs in every for f in fs], pa.string()))
+    diverged = diverged.filter(pc.is_valid(diverged["signature"]))
     clusters = diverged.group_by("signature").aggregate(
         [
             ("api_key", "min"),
@@ -513,9 +556,9 @@ def test_spark_agrees_with_duckdb_and_pyarrow_on_a_synthetic_table(
 APIS = [(-1, "fault"), (0, "Produce"), (0, None), (1, "Fetch"), (18, None)]
 
 row_strategy = st.builds(
-    lambda run, target, api, version, outcome, latency, signature, case, faults, at: (
+    lambda run, target, api, version, outcome, latency, signature, case, faults, at, more: (
         run,
-        Row(target, api[0], api[1], version, outcome, latency, signature, case, faults, T0_US + at),
+        Row(target, api[0], api[1], version, outcome, latency, signature, case, faults, T0_US + at, more),
     ),
     st.integers(0, 1),
     st.sampled_from(["ref", "mock"]),
@@ -527,6 +570,7 @@ row_strategy = st.builds(
     st.sampled_from([None, "c1", "c2", "c3"]),
     st.none() | st.lists(st.sampled_from(["A", "B", "C"]), unique=True, max_size=2).map(tuple),
     st.integers(0, 10**9),
+    st.sampled_from([(), ("sig-c",), ("sig-a", "sig-c")]),
 )
 
 
@@ -555,8 +599,9 @@ def python_rollup(runs: list[RunDirectory], rows: list[tuple[int, Row]]) -> Roll
             name, {"targets": set(), "n": 0, "pass": 0, "diverge": 0, "err": 0, "first": []}
         )
         tally["first"].append(row.started_at_us)
-        if row.outcome == "diverge" and row.signature is not None:
-            clusters[row.signature].append((run_ids[name], row))
+        if row.outcome == "diverge":
+            for signature in row.signatures:
+                clusters[signature].append((run_ids[name], row))
         if row.api_key < 0:
             continue
         tally["targets"].add(row.target)

@@ -109,6 +109,11 @@ def part_missing_a_column(run: Path) -> Path:
     return rewrite_part(run, lambda t: t.drop_columns(["latency_us"]))
 
 
+def part_of_version_2_without_signatures(run: Path) -> Path:
+    # version 1 files may lack it (they read it as empty); a file that says version 2 may not
+    return rewrite_part(run, lambda t: t.drop_columns(["signatures"]))
+
+
 def part_with_a_column_of_another_type(run: Path) -> Path:
     def change(table: pa.Table) -> pa.Table:
         index = table.schema.get_field_index("api_key")
@@ -147,6 +152,7 @@ BAD_DIFF_RUNS = {
     "empty part": (empty_part, "not a readable Parquet trace file"),
     "garbage part": (garbage_part, "not a readable Parquet trace file"),
     "column missing": (part_missing_a_column, "column latency_us is missing"),
+    "version 2 without signatures": (part_of_version_2_without_signatures, "column signatures is missing"),
     "column of another type": (part_with_a_column_of_another_type, "column api_key is of type int64"),
     "summary.json not JSON": (summary_not_json, "not readable JSON"),
     "summary.json a list": (summary_a_list, "expected a JSON object, found list"),
