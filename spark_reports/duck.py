@@ -8,14 +8,13 @@ each active fault, or of ``NO_FAULT``; percentiles by linear interpolation (``qu
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from kconform.harness.traces import SCHEMA
 
-from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow
+from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
 
 __all__ = ["duckdb_rollup"]
@@ -154,22 +153,15 @@ def _divergences(db, runs: list[RunDirectory]) -> list[DivergenceCluster]:
 def _latency(db) -> list[LatencyRow]:
     rows = db.execute(LATENCY_SQL, {"no_fault": NO_FAULT}).fetchall()
     latency = [
-        LatencyRow(target, name, fault, n, _to_tenth(p[0]), _to_tenth(p[1]), _to_tenth(p[2]))
+        LatencyRow(target, name, fault, n, latency_tenth(p[0]), latency_tenth(p[1]), latency_tenth(p[2]))
         for target, name, fault, n, p in rows
     ]
     return sorted(latency, key=lambda r: (r.target, r.api_name, r.fault))
 
 
-def _to_tenth(value: float) -> float:
-    # interpolated between integers at ranks that are multiples of 0.001: three decimals are exact,
-    # and rounding to them first keeps float noise from deciding a tie at .x5
-    return round(round(value, 3), 1)
-
-
 def _runs(db, runs: list[RunDirectory]) -> list[RunRow]:
     rows = []
     for run_id, index, targets, exchanges, passed, diverged, errors, first in db.execute(RUNS_SQL).fetchall():
-        started = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=first)
         rows.append(
             RunRow(
                 run_id,
@@ -179,7 +171,7 @@ def _runs(db, runs: list[RunDirectory]) -> list[RunRow]:
                 passed,
                 diverged,
                 errors,
-                started.isoformat().replace("+00:00", "Z"),
+                utc_iso(first),
                 str(runs[index].path),
             )
         )

@@ -20,7 +20,6 @@ on a cluster given a master URL, as long as the executors see the same paths."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ import pyarrow as pa
 
 from kconform.harness.traces import SCHEMA
 
-from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow
+from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
 
 if TYPE_CHECKING:
@@ -172,18 +171,12 @@ def _run_rows(counts: list[dict], runs: list[RunDirectory]) -> list[RunRow]:
             passed=t["passed"],
             diverged=t["diverged"],
             errors=t["errors"],
-            started_at=_iso(t["first"]),
+            started_at=utc_iso(t["first"]),
             directory=str(runs[index].path),
         )
         for (run_id, index), t in tallies.items()
     ]
     return sorted(rows, key=lambda r: (r.run_id, r.directory))
-
-
-def _iso(micros: int) -> str:
-    return (
-        (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)).isoformat().replace("+00:00", "Z")
-    )
 
 
 def _divergences(traces: DataFrame, runs: list[RunDirectory]) -> list[DivergenceCluster]:
@@ -244,20 +237,13 @@ def _latency(traces: DataFrame) -> list[LatencyRow]:
             api_name=row["api_label"],
             fault=row["fault"],
             exchanges=row["n"],
-            p50_us=_tenth(row["p"][0]),
-            p99_us=_tenth(row["p"][1]),
-            p999_us=_tenth(row["p"][2]),
+            p50_us=latency_tenth(row["p"][0]),
+            p99_us=latency_tenth(row["p"][1]),
+            p999_us=latency_tenth(row["p"][2]),
         )
         for row in grouped.collect()
     ]
     return sorted(rows, key=lambda r: (r.target, r.api_name, r.fault))
-
-
-def _tenth(value: float) -> float:
-    """To 0.1 us. A percentile interpolated between integers at a rank that is a multiple of 0.001 has
-    at most three decimal places, so rounding to three first removes the floating-point noise in
-    which two engines differ, and would otherwise decide a tie at .x5."""
-    return round(round(value, 3), 1)
 
 
 def _raise_for_bad_file(exc: Exception, runs: list[RunDirectory]) -> None:
