@@ -16,19 +16,36 @@ __all__ = ["records_tree", "to_tree"]
 _RECORD_FIELDS = ("records",)
 
 
+_SCALARS = (int, str, bool, float, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}  # a class's dataclass field names, None if not one
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    # to_tree runs on every field of every answer, the harness's own hottest path: look fields up once
+    # a class, not once a value
+    if cls not in _FIELD_NAMES:
+        is_message = dataclasses.is_dataclass(cls)
+        _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls)) if is_message else None
+    return _FIELD_NAMES[cls]
+
+
 def to_tree(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    names = _field_names(cls)
+    if names is not None:
         out = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if f.name == "unknown_tagged_fields":
+        for name in names:
+            item = getattr(value, name)
+            if name == "unknown_tagged_fields":
                 if item:
-                    out[f.name] = {str(k): bytes(v).hex() for k, v in dict(item).items()}
+                    out[name] = {str(k): bytes(v).hex() for k, v in dict(item).items()}
                 continue
-            if f.name in _RECORD_FIELDS and isinstance(item, bytes | bytearray | memoryview):
-                out[f.name] = records_tree(item)
+            if name in _RECORD_FIELDS and isinstance(item, bytes | bytearray | memoryview):
+                out[name] = records_tree(item)
                 continue
-            out[f.name] = to_tree(item)
+            out[name] = to_tree(item)
         return out
     if isinstance(value, list | tuple):
         return [to_tree(v) for v in value]
