@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from kconform.harness.traces import SCHEMA
 
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
-from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
+from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
 
 __all__ = ["duckdb_rollup"]
 
@@ -89,7 +87,9 @@ def duckdb_rollup(runs: list[RunDirectory]) -> Rollup:
             rollup.runs = _runs(db, runs)
             rollup.exchanges = db.execute("SELECT count(*) FROM traces WHERE api_key >= 0").fetchone()[0]
         except duckdb.Error as exc:  # a file that went bad after find_runs checked its footer
-            _raise_for_bad_file(exc, runs, db)
+            # DuckDB names the file for some failures only (an undecodable page: "don't know what
+            # type"), so each file may have to be read through on its own to find the one at fault
+            raise_for_bad_trace_file("DuckDB", exc, runs, lambda part: _readable(db, part))
             raise
     return rollup
 
@@ -102,9 +102,9 @@ def _create_traces_view(db, runs: list[RunDirectory]) -> bool:
             files = ", ".join(_literal(p) for p in run.trace_files)
             # union_by_name: files of an older schema version (a run resumed after an upgrade) lack a
             # column the others have; a column no file of the run has is null
-            present = set().union(*(pq.read_schema(p).names for p in run.trace_files))
             columns = ", ".join(
-                name if name in present else f"NULL::{_SQL_TYPES[name]} AS {name}" for name in SCHEMA.names
+                f"NULL::{_SQL_TYPES[name]} AS {name}" if name in run.absent_columns else name
+                for name in SCHEMA.names
             )
             selects.append(
                 f"SELECT {columns}, {index} AS run_dir FROM read_parquet([{files}], union_by_name = true)"
@@ -176,21 +176,6 @@ def _runs(db, runs: list[RunDirectory]) -> list[RunRow]:
             )
         )
     return sorted(rows, key=lambda r: (r.run_id, r.directory))
-
-
-def _raise_for_bad_file(exc: Exception, runs: list[RunDirectory], db) -> None:
-    message = str(exc)
-    parts = [part for run in runs for part in run.trace_files]
-    # DuckDB names the file for some failures only (a page that cannot be decoded is "don't know what
-    # type"), so when it names none, each file is read through on its own to find the one at fault.
-    named = [p for p in parts if str(p) in message]
-    bad = named[0] if named else next((p for p in parts if not _readable(db, p)), None)
-    if bad is not None:
-        first = message.strip().splitlines()[0][:300] if message.strip() else "no message"
-        raise ReportInputError(
-            f"{bad}: DuckDB could not read this trace file ({first}); it may be corrupt: move it "
-            "out of traces/ and report again"
-        ) from None
 
 
 def _readable(db, part: Path) -> bool:

@@ -28,7 +28,7 @@ import pyarrow as pa
 from kconform.harness.traces import SCHEMA
 
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
-from .runs import ReportInputError, RunDirectory, chaos_verdicts, example_cases
+from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -76,7 +76,7 @@ def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
         rollup.divergences = _divergences(traces, runs)
         rollup.latency = _latency(traces)
     except Exception as exc:  # a file that went bad after find_runs checked its footer
-        _raise_for_bad_file(exc, runs)
+        raise_for_bad_trace_file("Spark", exc, runs)
         raise
     rollup.grid = _grid(counts)
     rollup.runs = _run_rows(counts, runs)
@@ -244,19 +244,3 @@ def _latency(traces: DataFrame) -> list[LatencyRow]:
         for row in grouped.collect()
     ]
     return sorted(rows, key=lambda r: (r.target, r.api_name, r.fault))
-
-
-def _raise_for_bad_file(exc: Exception, runs: list[RunDirectory]) -> None:
-    """A ReportInputError naming the trace file that ``exc`` (Spark's, from an executor) is about."""
-    message = str(exc)
-    for run in runs:
-        for part in run.trace_files:
-            if str(part) in message:
-                raise ReportInputError(
-                    f"{part}: Spark could not read this trace file ({_first_line(message)}); it may be "
-                    "corrupt: move it out of traces/ and report again"
-                ) from None
-
-
-def _first_line(message: str) -> str:
-    return message.strip().splitlines()[0][:300] if message.strip() else "no message"

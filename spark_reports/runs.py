@@ -10,7 +10,7 @@ Parquet files are checked by their footers (cheap: the data itself is read once,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,15 @@ from kconform.harness.traces import SCHEMA
 
 from .model import ChaosVerdict
 
-__all__ = ["ReportInputError", "RunDirectory", "chaos_verdicts", "example_cases", "find_runs"]
+__all__ = [
+    "ADDED_COLUMNS",
+    "ReportInputError",
+    "RunDirectory",
+    "chaos_verdicts",
+    "example_cases",
+    "find_runs",
+    "raise_for_bad_trace_file",
+]
 
 EXPECTED = (
     "a run directory (a folder with traces/part-*.parquet, as kconform diff, kconform chaos and "
@@ -42,6 +50,7 @@ class RunDirectory:
     summary: dict | None = None  # summary.json of a diff run
     chaos: dict | None = None  # chaos.json of a chaos run
     cases: dict[str, Path] = field(default_factory=dict)  # signature -> the case file that replays it
+    absent_columns: frozenset[str] = frozenset()  # ADDED_COLUMNS that no trace file of the run has
 
     @property
     def trace_files(self) -> list[Path]:
@@ -96,8 +105,8 @@ def _read_run(path: Path) -> RunDirectory:
         (d["run_id"] for d in (run, summary, chaos) if d and isinstance(d.get("run_id"), str)), None
     )
     directory = RunDirectory(path, run_id, kind, summary, chaos, _case_files(path, summary))
-    for part in directory.trace_files:
-        _check_parquet(part)
+    present = set().union(*(_check_parquet(part) for part in directory.trace_files))
+    directory.absent_columns = frozenset(ADDED_COLUMNS) - present
     if chaos is not None:
         _chaos_results(path / "chaos.json", chaos)  # shape-checked now, read by chaos_verdicts
     return directory
@@ -137,7 +146,8 @@ def _case_files(path: Path, summary: dict | None) -> dict[str, Path]:
 ADDED_COLUMNS = {"signatures": 2}
 
 
-def _check_parquet(path: Path) -> None:
+def _check_parquet(path: Path) -> set[str]:
+    """The file's column names, once its footer is known to be a trace file's."""
     try:
         schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as exc:
@@ -155,6 +165,7 @@ def _check_parquet(path: Path) -> None:
                 f"{path}: column {expected.name} is {what}; this is not a kconform trace file of "
                 f"schema version {SCHEMA.metadata[b'kconform.trace.schema_version'].decode()}"
             )
+    return set(schema.names)
 
 
 def _version(schema: pa.Schema) -> int:
@@ -169,6 +180,26 @@ def _chaos_results(path: Path, chaos: dict) -> list[dict[str, Any]]:
             f"{path}: 'results' should be a list of scenario results (chaos.json schema 1)"
         )
     return results
+
+
+def raise_for_bad_trace_file(
+    engine: str, exc: Exception, runs: Iterable[RunDirectory], readable: Callable[[Path], bool] | None = None
+) -> None:
+    """When an engine failed on a trace file that went bad after ``find_runs`` checked its footer:
+    a ReportInputError naming the file, found in the engine's message, else (where ``readable`` is
+    given) by reading each file on its own. Returns when no file is to blame."""
+    message = str(exc)
+    parts = [part for run in runs for part in run.trace_files]
+    named = [part for part in parts if str(part) in message]
+    bad = named[0] if named else None
+    if bad is None and readable is not None:
+        bad = next((part for part in parts if not readable(part)), None)
+    if bad is not None:
+        first = message.strip().splitlines()[0][:300] if message.strip() else "no message"
+        raise ReportInputError(
+            f"{bad}: {engine} could not read this trace file ({first}); it may be corrupt: move it "
+            "out of traces/ and report again"
+        ) from None
 
 
 def example_cases(runs: Iterable[RunDirectory]) -> dict[str, Path]:
