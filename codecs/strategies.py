@@ -37,12 +37,14 @@ _INT_BOUNDS = {
 
 
 def all_message_versions() -> list[tuple[type, int]]:
-    """Every (message class, version) the definitions give, headers and data messages included."""
-    pairs = []
-    for name in sorted(MODULE_OF):
-        cls = _messages.message_class(name)
-        pairs.extend((cls, version) for version in cls._message_.versions)
-    return pairs
+    """Every (message class, version) the definitions give: headers, data messages, and the coordinator
+    and KRaft metadata records included."""
+    from . import coordinator_records, metadata_records
+
+    classes = [_messages.message_class(name) for name in sorted(MODULE_OF)]
+    for package in (coordinator_records, metadata_records):
+        classes += [getattr(package, name) for name in sorted(package.MODULE_OF)]
+    return [(cls, version) for cls in classes for version in cls._message_.versions]
 
 
 def _scalar(kind: str, max_size: int) -> st.SearchStrategy:

@@ -45,6 +45,19 @@ def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
     help="a Kafka server.properties file",
 )
 @click.option("--advertise", help="HOST:PORT to tell clients (default: the listen address)")
+@click.option(
+    "--kafka-version",
+    help="the Apache Kafka release to answer as: its ApiVersions and the versions it serves "
+    "(default: the newest release the codecs cover; see --list-kafka-versions)",
+)
+@click.option(
+    "--list-kafka-versions",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: _list_kafka_versions(ctx) if value else None,
+    help="list the releases --kafka-version takes and exit",
+)
 @click.option("--log-level", default="INFO", show_default=True)
 @click.argument("overrides", nargs=-1)
 def broker(
@@ -53,10 +66,17 @@ def broker(
     node_id: int,
     config_file: Path | None,
     advertise: str | None,
+    kafka_version: str | None,
     log_level: str,
     overrides: tuple[str, ...],
 ) -> None:
     """Run one reference broker node. OVERRIDES are Kafka properties as key=value."""
+    from kconform.codecs.releases import UnknownRelease, kafka_release, newest_covered_release
+
+    try:
+        release = kafka_release(kafka_version) if kafka_version else newest_covered_release()
+    except UnknownRelease as exc:
+        raise click.BadParameter(str(exc), param_hint="--kafka-version") from None
     from kconform.reference_broker.config import ConfigError
     from kconform.reference_broker.node import BrokerNode
     from kconform.reference_broker.planted import PlantedBugError, check_environment
@@ -76,11 +96,29 @@ def broker(
     props["log.dirs"] = str(data_dir)
     try:
         node = BrokerNode.from_config_file(
-            config_file, props, advertised=_parse_listen(advertise) if advertise else None
+            config_file,
+            props,
+            advertised=_parse_listen(advertise) if advertise else None,
+            kafka_release=release,
         )
     except ConfigError as exc:
         raise click.ClickException(f"{exc} (fix the property and start again)") from None
     asyncio.run(_run(node, host, port))
+
+
+def _list_kafka_versions(ctx: click.Context) -> None:
+    """One line per release: its version, the APIs it advertises, and how many of them we serve."""
+    from kconform.codecs.releases import kafka_releases, newest_covered_release
+    from kconform.reference_broker.handlers import registered_handlers
+
+    implemented = registered_handlers()
+    default = newest_covered_release()
+    for release in kafka_releases():
+        ours = sum(1 for key in release.advertised if key in implemented)
+        mark = "  (default)" if release == default else ""
+        apis = len(release.advertised)
+        click.echo(f"{release.version:<8} {apis:>3} APIs, {ours:>3} implemented here{mark}")
+    ctx.exit(0)
 
 
 async def _stop_when_orphaned(stop: asyncio.Event) -> None:

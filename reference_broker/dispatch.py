@@ -1,10 +1,13 @@
 """From a request frame to a response frame: header, version gate, decode, handler, encode.
 
-The one place where bad input turns into Kafka's reaction: an unknown API key, a version we do not
-support (except ApiVersions, which answers with the versions it has) or a body that does not decode
-closes the connection, as Kafka's socket server does (bytes after a whole body are ignored, as there);
-an exception inside a handler becomes UNKNOWN_SERVER_ERROR in the response (or a closed connection if
-the response has no error field)."""
+The one place where bad input turns into Kafka's reaction: an unknown API key, a version the emulated
+release does not serve (except ApiVersions, which answers with the versions it has) or a body that does
+not decode closes the connection, as Kafka's socket server does (bytes after a whole body are ignored,
+as there); an exception inside a handler becomes UNKNOWN_SERVER_ERROR in the response (or a closed
+connection if the response has no error field).
+
+The broker answers as one Apache Kafka release (``KafkaRelease``): it advertises that release's
+ApiVersions rows for every API it implements and serves exactly the versions that release serves."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Any
 from kconform.codecs import CodecError, DecodeError, api_schema, decode_request_header
 from kconform.codecs.errors import Errors
 from kconform.codecs.framing import encode_response_spliced
+from kconform.codecs.releases import KafkaRelease
 
 from .handlers import registered_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -41,12 +45,21 @@ class RequestContext:
 
 
 class Dispatcher:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker, release: KafkaRelease) -> None:
         self.broker = broker
+        self.release = release
         self.handlers = registered_handlers()
+        self._advertised, self._served, self.shortfalls = release_versions(release, self.handlers)
+        for shortfall in self.shortfalls:
+            log.warning("Kafka %s emulation: %s", release, shortfall)
 
     def supported_versions(self) -> dict[int, tuple[int, int]]:
-        return {key: (h.min_version, h.max_version) for key, h in self.handlers.items()}
+        """What ApiVersions advertises: the release's rows for every API this broker implements."""
+        return dict(self._advertised)
+
+    def serves(self, api_key: int, version: int) -> bool:
+        versions = self._served.get(api_key)
+        return versions is not None and versions[0] <= version <= versions[1]
 
     async def handle(self, frame: bytes, *, peer: str, connection_id: int):
         """The response frame (without size prefix) as ``(buffer, splices, size)`` (see
@@ -59,8 +72,8 @@ class Dispatcher:
             raise CloseConnection from None
         api_key, version = header.request_api_key, header.request_api_version
         handler = self.handlers.get(api_key)
-        if handler is None or not handler.supports(version):
-            if api_key == API_VERSIONS:
+        if handler is None or not self.serves(api_key, version):
+            if api_key == API_VERSIONS and API_VERSIONS in self._served:
                 body = unsupported_version_response(self.supported_versions())
                 return encode_response_spliced(API_VERSIONS, 0, header.correlation_id, body)
             log.warning(
@@ -100,6 +113,30 @@ class Dispatcher:
         except CodecError:
             log.exception("%s v%s response to %s cannot be encoded", schema.name, version, peer)
             raise CloseConnection from None
+
+
+def release_versions(
+    release: KafkaRelease, handlers: dict
+) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]], list[str]]:
+    """(advertised, served, shortfalls) for a release: the release's rows for the APIs we implement,
+    cut to what our handlers serve, with a sentence for every version the release has and we lack."""
+    advertised, served, shortfalls = {}, {}, []
+    for key, handler in handlers.items():
+        row, serves = release.advertised.get(key), release.served(key)
+        if row is None or serves is None:
+            continue
+        lo, hi = max(serves[0], handler.min_version), min(serves[1], handler.max_version)
+        if lo > hi:
+            shortfalls.append(f"{api_schema(key).name} v{serves[0]}-{serves[1]} not served at all")
+            continue
+        if (lo, hi) != serves:
+            shortfalls.append(
+                f"{api_schema(key).name}: serves v{lo}-{hi} of the release's v{serves[0]}-{serves[1]}"
+            )
+        served[key] = (lo, hi)
+        # the advertised minimum may sit below the served one (Produce on 4.x)
+        advertised[key] = (min(row[0], lo), hi)
+    return advertised, served, shortfalls
 
 
 def _error_response(response_class, version: int):

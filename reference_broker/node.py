@@ -14,6 +14,8 @@ import shutil
 import uuid
 from pathlib import Path
 
+from kconform.codecs.releases import KafkaRelease, newest_covered_release
+
 from .clock import Clock, SystemClock
 from .config import BrokerConfig, TopicConfig, create_topics_config_error
 from .dispatch import Dispatcher
@@ -36,9 +38,16 @@ _TICK_S = 1.0
 
 class BrokerNode:
     def __init__(
-        self, config: BrokerConfig, *, clock: Clock | None = None, advertised: tuple[str, int] | None = None
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Clock | None = None,
+        advertised: tuple[str, int] | None = None,
+        kafka_release: KafkaRelease | None = None,
     ):
         self.config = config
+        # the Apache Kafka release this node answers as (ApiVersions and the versions it serves)
+        self.kafka_release = kafka_release or newest_covered_release()
         self.clock = clock or SystemClock()
         self.node_id = int(config["node.id"])
         self.data_dir = Path(config.log_dirs[0])
@@ -53,7 +62,7 @@ class BrokerNode:
         self.transaction_state = InternalTopic(self, TRANSACTION_STATE)
         self.group_coordinator = GroupCoordinator(self)
         self.transaction_coordinator = TransactionCoordinator(self)
-        self.dispatcher = Dispatcher(self)
+        self.dispatcher = Dispatcher(self, self.kafka_release)
         self.server = BrokerServer(
             self.dispatcher,
             max_request_bytes=int(config["socket.request.max.bytes"]),

@@ -67,9 +67,11 @@ def start_broker_process(
     timeout: float = 30.0,
     env: dict[str, str] | None = None,
     advertise: str | None = None,
+    kafka_version: str | None = None,
 ) -> BrokerProcess:
     """Start a broker and wait until it listens; port 0 picks a free port. ``advertise`` (HOST:PORT) is
-    the address the broker gives clients in metadata, e.g. a proxy in front of it."""
+    the address the broker gives clients in metadata, e.g. a proxy in front of it; ``kafka_version`` the
+    Apache Kafka release it answers as (default: the newest the codecs cover)."""
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [
@@ -88,6 +90,8 @@ def start_broker_process(
     ]
     if advertise:
         args += ["--advertise", advertise]
+    if kafka_version:
+        args += ["--kafka-version", kafka_version]
     args += [f"{k}={v}" for k, v in (overrides or {}).items()]
     environment = {**os.environ, **(env or {}), "KCONFORM_PARENT_PID": str(os.getpid())}
     process = subprocess.Popen(

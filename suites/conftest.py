@@ -28,7 +28,9 @@ def kafka_spec_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def spec_dir() -> Path:
+    """Kafka's own definitions, for the tests that check the committed extract against them. A clone
+    without them builds and tests from the extract alone; those few checks are then skipped."""
     path = kafka_spec_dir()
     if not (path / "message").is_dir():
-        pytest.fail(f"Kafka message definitions not found at {path}: set KCONFORM_KAFKA_SPEC")
+        pytest.skip(f"no Kafka definitions at {path} (set KCONFORM_KAFKA_SPEC): extract not re-checked")
     return path

@@ -8,7 +8,7 @@ from pathlib import Path
 from .emit_messages import HEADER
 from .spec import MessageSpec, SpecError
 
-__all__ = ["emit_registry", "emit_index", "emit_error_codes", "module_groups"]
+__all__ = ["emit_registry", "emit_index", "emit_error_codes", "emit_releases", "module_groups"]
 
 
 def module_groups(messages: list[MessageSpec]) -> dict[str, list[MessageSpec]]:
@@ -95,4 +95,33 @@ def emit_error_codes(path: Path) -> str:
             f"{row['invalid_metadata'] == 'true'!r}),"
         )
     lines.append(")")
+    return "\n".join(lines) + "\n"
+
+
+def emit_releases(path: Path, messages: list[MessageSpec]) -> str:
+    """What a broker of each Apache Kafka release advertises in ApiVersions, oldest release first."""
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    if not rows:
+        raise SpecError(f"{path}: no releases")
+    names = {m.api_key: m.name.removesuffix("Request") for m in messages if m.type == "request"}
+    releases: dict[str, dict[int, tuple[int, int]]] = {}
+    for row in rows:
+        key, lo, hi = int(row["api_key"]), int(row["min_version"]), int(row["max_version"])
+        if key not in names:
+            raise SpecError(f"{path}: release {row['kafka_version']} advertises unknown API key {key}")
+        if not 0 <= lo <= hi:
+            raise SpecError(f"{path}: release {row['kafka_version']} key {key}: bad range {lo}-{hi}")
+        apis = releases.setdefault(row["kafka_version"], {})
+        if key in apis:
+            raise SpecError(f"{path}: release {row['kafka_version']} lists key {key} twice")
+        apis[key] = (lo, hi)
+    order = sorted(releases, key=lambda v: tuple(int(x) for x in v.split(".")))
+    lines = [HEADER, "# release -> {api key: (min version, max version)} as its brokers advertise"]
+    lines.append("RELEASES = {")
+    for version in order:
+        lines.append(f"    {version!r}: {{")
+        lines += [f"        {k}: {r!r},  # {names[k]}" for k, r in sorted(releases[version].items())]
+        lines.append("    },")
+    lines.append("}")
     return "\n".join(lines) + "\n"

@@ -217,14 +217,15 @@ def _parse_fields(docs, structs, pending, valid: Versions) -> list[FieldSpec]:
     fields = []
     for doc in docs:
         ftype = FieldType.parse(doc["type"])
-        versions = Versions.parse(doc["versions"])
+        # A tagged-only field may leave out "versions": Kafka's generator takes its tagged versions.
+        versions = Versions.parse(doc["versions"] if "versions" in doc else doc["taggedVersions"])
         f = FieldSpec(
             name=doc["name"],
             type=ftype,
             versions=versions,
             nullable_versions=Versions.parse(doc.get("nullableVersions", "none")),
             tagged_versions=Versions.parse(doc.get("taggedVersions", "none")),
-            tag=doc.get("tag"),
+            tag=int(doc["tag"]) if "tag" in doc else None,  # some files write tags as strings
             default=None,
             ignorable=bool(doc.get("ignorable", False)),
             map_key=bool(doc.get("mapKey", False)),

@@ -20,6 +20,7 @@ from kconform.codecs.framing import decode_response_lenient, size_prefixed
 from kconform.codecs.messages import ApiVersionsRequest
 
 from .errors import BrokerError, ConnectionLost, NoCommonVersion, RequestTimedOut
+from .versions import client_max_version
 
 __all__ = ["BrokerConnection", "SOFTWARE_NAME", "SOFTWARE_VERSION"]
 
@@ -117,13 +118,14 @@ class BrokerConnection:
         low, high = self.versions.get(api_key, (None, None))
         if low is None:
             raise NoCommonVersion(f"node {self.node_id} does not offer {schema.name} (key {api_key})")
-        top = min(high, schema.max_version, cap if cap is not None else high)
+        usable = client_max_version(api_key, schema.max_version)
+        top = min(high, usable, cap if cap is not None else high)
         top = min(top, self.version_caps.get(api_key, top))
         bottom = max(low, schema.min_version, floor if floor is not None else low)
         if top < bottom:
             raise NoCommonVersion(
                 f"node {self.node_id} offers {schema.name} v{low}-{high}; usable here: "
-                f"v{max(schema.min_version, floor or 0)}-{min(schema.max_version, top)}"
+                f"v{max(schema.min_version, floor or 0)}-{min(usable, top)}"
             )
         return top
 

@@ -35,8 +35,10 @@ class ReferenceTarget(Target):
         planted: tuple[str, ...] = (),
         port: int = 0,
         advertise: str | None = None,
+        kafka_version: str | None = None,
     ) -> None:
         super().__init__(name)
+        self.kafka_version = kafka_version  # the Apache Kafka release the broker answers as
         self.port = port  # fixed, so a restarted broker comes back where its proxy points
         self.advertise = advertise
         self._given_dir = Path(data_dir) if data_dir is not None else None
@@ -57,7 +59,12 @@ class ReferenceTarget(Target):
         try:
             env = {"KCONFORM_PLANTED_BUGS": ",".join(self.planted)} if self.planted else None
             self.node = start_broker_process(
-                directory, port=self.port, overrides=self.overrides, env=env, advertise=self.advertise
+                directory,
+                port=self.port,
+                overrides=self.overrides,
+                env=env,
+                advertise=self.advertise,
+                kafka_version=self.kafka_version,
             )
         except RuntimeError as exc:
             raise TargetError(f"the reference broker did not start: {exc}") from exc

@@ -5,7 +5,8 @@
 - ``docker``, ``docker:4.0``, ``docker:3.9:3`` (Apache Kafka image version, brokers)
 - ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``
 
-Options follow an ``@``: ``reference@planted=list-offsets-latest-off-by-one`` (a test-only planted bug)."""
+Options follow an ``@``: ``reference@kafka=3.7`` (the Apache Kafka release the reference broker answers
+as), ``reference@planted=list-offsets-latest-off-by-one`` (a test-only planted bug); ``,`` joins them."""
 
 from __future__ import annotations
 
@@ -24,8 +25,16 @@ def make_target(spec: str) -> Target:
         from .reference import ReferenceTarget
 
         planted = tuple(p for p in options.pop("planted", "").split("+") if p)
+        kafka_version = options.pop("kafka", None)
+        if kafka_version is not None:
+            from kconform.codecs.releases import UnknownRelease, kafka_release
+
+            try:
+                kafka_version = kafka_release(kafka_version).version
+            except UnknownRelease as exc:
+                raise TargetError(f"target {spec!r}: {exc}") from None
         _no_more(options, spec)
-        return ReferenceTarget(spec, planted=planted)
+        return ReferenceTarget(spec, planted=planted, kafka_version=kafka_version)
     _no_more(options, spec)
     if kind == "rdkafka-mock":
         from .mock import RdkafkaMockTarget
