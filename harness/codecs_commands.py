@@ -150,3 +150,39 @@ def decode_command(hex_frame: str, response_to: tuple[int, int] | None) -> None:
         raise click.ClickException(str(exc)) from None
     click.echo(repr(header))
     click.echo(repr(body))
+
+
+@codecs.command("releases")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per release instead of the table")
+def releases_command(as_json: bool) -> None:
+    """What each Apache Kafka release advertises, what the codecs cover and the broker serves."""
+    from kconform.codecs.releases import kafka_releases, uncovered_versions
+    from kconform.reference_broker.dispatch import release_versions
+    from kconform.reference_broker.handlers import registered_handlers
+
+    handlers = registered_handlers()
+    rows = []
+    for release in kafka_releases():
+        pairs = sum(hi - lo + 1 for lo, hi in release.advertised.values())
+        uncovered = sum(hi - lo + 1 for _, lo, hi in uncovered_versions(release))
+        _, served, _ = release_versions(release, handlers)
+        rows.append(
+            {
+                "release": release.version,
+                "apis": len(release.advertised),
+                "pairs": pairs,
+                "codec_pairs": pairs - uncovered,
+                "broker_apis": len(served),
+                "broker_pairs": sum(hi - lo + 1 for lo, hi in served.values()),
+            }
+        )
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    table = Table(title="Apache Kafka releases: (API, version) pairs advertised in ApiVersions")
+    for column in ("release", "APIs", "pairs", "in the codecs", "broker APIs", "broker pairs"):
+        table.add_column(column, justify="left" if column == "release" else "right")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    Console().print(table)

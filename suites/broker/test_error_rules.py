@@ -27,6 +27,7 @@ from kconform.codecs.messages import (
     ProduceRequest,
 )
 from kconform.codecs.records import Record, encode_batch, iter_batches
+from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
 from .rawclient import RawClient
@@ -117,13 +118,15 @@ class Broker:
         return body.producer_id, body.producer_epoch
 
 
-def run(tmp_path, scenario, **overrides: str):
-    """Start a node on a free loopback port, run ``scenario(broker)`` with one connection open, stop."""
+def run(tmp_path, scenario, *, kafka_version: str | None = None, **overrides: str):
+    """Start a node on a free loopback port (answering as ``kafka_version``, default the newest release
+    the codecs cover), run ``scenario(broker)`` with one connection open, stop."""
 
     async def main():
         props = {"node.id": "1", "log.dirs": str(tmp_path / "data")}
         props.update(overrides)
-        node = BrokerNode.from_config_file(None, props)
+        release = kafka_release(kafka_version) if kafka_version else None
+        node = BrokerNode.from_config_file(None, props, kafka_release=release)
         host, port = await node.start("127.0.0.1", 0)
         client = await RawClient.connect(host, port)
         try:
@@ -592,7 +595,7 @@ def test_fetch_returns_a_first_batch_larger_than_max_bytes(tmp_path, version):
         )
         return await broker.client.call(FETCH, version, request)
 
-    body = run(tmp_path, scenario)
+    body = run(tmp_path, scenario, kafka_version="3.9" if version <= 3 else None)  # v3: Kafka 3.x
     data = partitions_of(body)[0]
     assert data.error_code == Errors.NONE
     assert [r.offset for r in fetched_records(data)] == [0, 1, 2, 3]
