@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -186,3 +187,22 @@ def releases_command(as_json: bool) -> None:
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
     Console().print(table)
+
+
+@codecs.command("refresh-spec")
+@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--check", is_flag=True, help="only say whether the extract and codecs are current; exit 1 if not"
+)
+def refresh_spec_command(source: Path, check: bool) -> None:
+    """Rebuild the committed extract from Apache Kafka's definitions in SOURCE and regenerate the codecs.
+
+    SOURCE is a kafka-spec folder (message/, kafka-X.Y/message/, coordinator/, metadata/ and the two
+    tables) or one release's folder of message definitions, laid over what the extract has."""
+    from kconform.codecs.generate.__main__ import main as generate
+
+    code = generate(["--from", str(source), *(["--check"] if check else [])])
+    if code:
+        sys.exit(code)
+    if not check:
+        click.echo("extract and codecs regenerated: run the tests, then commit codecs/")

@@ -45,6 +45,12 @@ def test_committed_extract_is_what_kafkas_definitions_give(spec_dir):
     for name, text in extract.items():
         assert committed[name] == text, f"{name} differs: run kconform codecs refresh-spec {spec_dir}"
     assert main(["--from", str(spec_dir), "--check"]) == 0
+    from click.testing import CliRunner
+
+    from kconform.harness.cli import cli
+
+    result = CliRunner().invoke(cli, ["codecs", "refresh-spec", str(spec_dir), "--check"])
+    assert result.exit_code == 0, result.output
 
 
 def test_extract_carries_facts_only(spec_dir):
