@@ -83,7 +83,7 @@ def plan_campaign(
         if unknown:
             raise CampaignError(f"unknown scenario(s) {', '.join(unknown)}; see kconform chaos --list")
         for target in targets:
-            kind = target.partition(":")[0]
+            kind = target.partition("@")[0].partition(":")[0]
             if kind not in CHAOS_KINDS:
                 notes.append(
                     f"{target}: no chaos catalogue for this kind (chaos runs on {', '.join(CHAOS_KINDS)})"

@@ -16,6 +16,11 @@ import click
     show_default=True,
     help="comma-separated targets; the first is compared with each of the others",
 )
+@click.option(
+    "--kafka-version",
+    default=None,
+    help="the Apache Kafka release the reference broker answers as (default: the newest the codecs cover)",
+)
 @click.option("--duration", default="8m", show_default=True, help="time budget of the whole campaign (s, m)")
 @click.option("--examples", default=100_000, show_default=True, help="upper bound on generated diff cases")
 @click.option("--scenario", "scenarios", multiple=True, help="only these chaos scenarios (repeatable)")
@@ -47,8 +52,8 @@ import click
 )
 @click.option("--strict", is_flag=True, help="exit 1 when a difference or a broken promise is found")
 def campaign(
-    targets, duration, examples, scenarios, no_diff, no_chaos, seed, toxiproxy_url, master, engine,
-    previous, out, strict,
+    targets, kafka_version, duration, examples, scenarios, no_diff, no_chaos, seed, toxiproxy_url, master,
+    engine, previous, out, strict,
 ) -> None:  # fmt: skip
     """Run differential and chaos work against the targets, then write the dashboard."""
     from rich.console import Console
@@ -59,10 +64,10 @@ def campaign(
     from .campaign import plan_campaign, previous_report, run_end_to_end
     from .chaos.scenarios import load_catalogue
     from .targets.base import TargetError
-    from .targets.registry import make_target
+    from .targets.registry import make_target, split_target_list, with_kafka_version
 
     console = Console(stderr=True)
-    names = [t.strip() for t in targets.split(",") if t.strip()]
+    names = [with_kafka_version(t, kafka_version) for t in split_target_list(targets)]
     try:
         for name in names:  # a typo is an error now, not minutes later when its part starts
             make_target(name)

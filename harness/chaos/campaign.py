@@ -29,13 +29,31 @@ CHAOS_FILE = "chaos.json"
 
 
 def parse_target(spec: str) -> tuple[str, int]:
-    """``reference`` or ``rdkafka-mock[:BROKERS]`` (three brokers by default)."""
-    kind, _, brokers = spec.partition(":")
+    """``reference[@kafka=V]`` or ``rdkafka-mock[:BROKERS]`` (three brokers by default)."""
+    kafka_version_of(spec)  # checks the options
+    kind, _, brokers = spec.partition("@")[0].partition(":")
     if kind not in ("reference", "rdkafka-mock"):
         raise ValueError(f"chaos runs on reference or rdkafka-mock[:BROKERS], not {spec!r}")
     if brokers and not brokers.isdigit():
         raise ValueError(f"{spec!r}: the broker count must be a number")
     return kind, int(brokers) if brokers else (3 if kind == "rdkafka-mock" else 1)
+
+
+def kafka_version_of(spec: str) -> str | None:
+    """The release a ``reference@kafka=V`` target answers as (None: the default)."""
+    base, _, options = spec.partition("@")
+    pairs = dict(item.partition("=")[::2] for item in options.split(",") if item)
+    version = pairs.pop("kafka", None)
+    if pairs or (version is not None and not base.startswith("reference")):
+        raise ValueError(f"{spec!r}: chaos targets take only the reference broker's kafka=VERSION option")
+    if version is not None:
+        from kconform.codecs.releases import UnknownRelease, kafka_release
+
+        try:
+            return kafka_release(version).version
+        except UnknownRelease as exc:
+            raise ValueError(str(exc)) from None
+    return None
 
 
 def write_chaos_results(run_dir: Path, run_id: str, target: str, toxiproxy: dict, results: list) -> Path:
@@ -75,7 +93,9 @@ def run_chaos(
             if on_start is not None:
                 on_start(scenario)
             prefix = f"kconform-{run_id[-6:]}-{number}"
-            with ProxiedCluster(kind, toxiproxy.client, brokers=brokers, prefix=prefix) as cluster:
+            with ProxiedCluster(
+                kind, toxiproxy.client, brokers=brokers, prefix=prefix, kafka_version=kafka_version_of(target)
+            ) as cluster:
                 result = asyncio.run(
                     run_scenario(
                         scenario,

@@ -76,6 +76,7 @@ class ProxiedCluster:
         overrides: dict[str, str] | None = None,
         prefix: str = "kconform",
         host: str = "127.0.0.1",
+        kafka_version: str | None = None,
     ) -> None:
         if kind not in ("reference", "rdkafka-mock"):
             raise ValueError(f"chaos runs on reference or rdkafka-mock targets, not {kind!r}")
@@ -86,6 +87,7 @@ class ProxiedCluster:
         self.overrides = overrides or {}
         self.prefix = prefix
         self.host = host
+        self.kafka_version = kafka_version  # the release a reference broker answers as
         self.target: ReferenceTarget | RdkafkaMockTarget | None = None
         self.proxies: dict[str, Any] = {}  # link name -> toxiproxy-python Proxy
 
@@ -121,6 +123,7 @@ class ProxiedCluster:
             planted=self.planted,
             port=port,
             advertise=f"{listen[0]}:{listen[1]}",
+            kafka_version=self.kafka_version,
         )
         self.target.start()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .base import Target, TargetError
 
-__all__ = ["TARGET_KINDS", "make_target"]
+__all__ = ["TARGET_KINDS", "make_target", "split_target_list", "with_kafka_version"]
 
 TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "bootstrap")
 
@@ -57,6 +57,27 @@ def make_target(spec: str) -> Target:
         f"unknown target {spec!r}: use one of {', '.join(TARGET_KINDS)} (e.g. rdkafka-mock:3, docker:4.0, "
         "bootstrap:localhost:9092)"
     )
+
+
+def split_target_list(text: str) -> list[str]:
+    """``reference@kafka=3.7,planted=x,rdkafka-mock`` -> the two targets: a ``key=value`` item after a
+    target with options continues that target's options."""
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if names and "@" in names[-1] and "=" in part and "@" not in part:
+            names[-1] += "," + part
+        else:
+            names.append(part)
+    return names
+
+
+def with_kafka_version(spec: str, version: str | None) -> str:
+    """A reference target answers as ``version`` unless its spec names a release itself."""
+    if version is None or not spec.startswith("reference") or "kafka=" in spec:
+        return spec
+    return f"{spec},kafka={version}" if "@" in spec else f"{spec}@kafka={version}"
 
 
 def _no_more(options: dict, spec: str) -> None:
