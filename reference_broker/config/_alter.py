@@ -9,8 +9,8 @@ checks and their order are the controller's (``ReplicationControlManager.compute
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from enum import IntEnum
 
+from kconform.codecs.constants import AlterConfigOpType
 from kconform.codecs.errors import Errors
 
 from ._broker import BrokerConfig
@@ -28,13 +28,7 @@ __all__ = [
 ]
 
 
-class AlterOp(IntEnum):
-    """``AlterConfigOp.OpType``: the ``ConfigOperation`` ids of IncrementalAlterConfigs."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
+AlterOp = AlterConfigOpType  # the ConfigOperation ids of IncrementalAlterConfigs
 
 
 def _invalid_config(message: str) -> AdminError:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import IntEnum
+
+from kconform.codecs.constants import ConfigSource
 
 from ._broker import BrokerConfig
 from ._definitions import BROKER_CONFIGS, REQUIRED, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, UpdateMode
@@ -26,20 +27,6 @@ __all__ = [
     "describe_broker_configs",
     "describe_default_broker_configs",
 ]
-
-
-class ConfigSource(IntEnum):
-    """``DescribeConfigsResponse.ConfigSource``: the ids on the wire (v1+)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from uuid import UUID
 
 from kconform.codecs import DecodeError
+from kconform.codecs.constants import ListOffsetsTimestamp
 from kconform.codecs.records import BatchHeader, decode_batch_header, iter_batch_headers, patch_batch_header
 
 from ._checkpoints import (
@@ -71,12 +72,12 @@ __all__ = [
     "PartitionLog",
 ]
 
-# ListOffsets special timestamps (Kafka's ListOffsetsRequest)
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
-LATEST_TIERED_TIMESTAMP = -5
+# ListOffsets special timestamps (Kafka's ListOffsetsRequest), by the names the storage layer uses
+LATEST_TIMESTAMP = ListOffsetsTimestamp.LATEST
+EARLIEST_TIMESTAMP = ListOffsetsTimestamp.EARLIEST
+MAX_TIMESTAMP = ListOffsetsTimestamp.MAX_TIMESTAMP
+EARLIEST_LOCAL_TIMESTAMP = ListOffsetsTimestamp.EARLIEST_LOCAL
+LATEST_TIERED_TIMESTAMP = ListOffsetsTimestamp.LATEST_TIERED
 
 _NO_TIMESTAMP = -1
 _DELETE_RECORDS_HIGH_WATERMARK = -1
