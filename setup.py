@@ -1,4 +1,5 @@
-"""The optional native decoder: built when a C compiler is there, skipped (pure Python) when not."""
+"""The optional native codec (message decoder, v2 record reader and writer): built when a C compiler is
+there, skipped (pure Python) when not."""
 
 from setuptools import Extension, setup
 

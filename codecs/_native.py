@@ -1,10 +1,11 @@
-"""The optional native decoder (``_speedups``, a C extension built at install when a compiler is there).
+"""The optional native codec (``_speedups``, a C extension built at install when a compiler is there).
 
 Programs for it are compiled here from the generated schema, the same facts the interpreter walks, so
 the generator stays the only source of message layouts. ``decoder_for(cls, version)`` gives a function
 ``(buffer, pos) -> (object, end) | None``; None (the decoder gave up) sends the input down the
-pure-Python path, which decodes it or raises its exact DecodeError. ``KCONFORM_PURE_CODECS=1`` turns
-the native path off."""
+pure-Python path, which decodes it or raises its exact DecodeError. The v2 record encoders work the
+same way: None sends the input to the pure-Python encoder, which writes the same bytes or raises.
+``KCONFORM_PURE_CODECS=1`` turns the native path off."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 
 from ._runtime import EMPTY_LIST, NEW_STRUCT, ZERO_UUID, FieldSchema
 
-__all__ = ["AVAILABLE", "decoder_for", "pure_python", "read_records"]
+__all__ = ["AVAILABLE", "decoder_for", "encode_record", "encode_records", "pure_python", "read_records"]
 
 try:
     if os.environ.get("KCONFORM_PURE_CODECS"):
@@ -26,6 +27,8 @@ except ImportError:
 
 AVAILABLE = _speedups is not None
 _enabled = AVAILABLE
+# A stale build (compiled from an older _speedups.c) may lack the encoders: then they stay pure Python.
+_ENCODES = AVAILABLE and hasattr(_speedups, "encode_records") and hasattr(_speedups, "encode_record")
 
 _KINDS = {
     "bool": 1,
@@ -132,6 +135,24 @@ def read_records(
     )
 
 
+def encode_records(record_class: type, records, base_offset: int, base_timestamp: int | None):
+    """The records section of a v2 batch encoded natively, with what the batch header needs from it:
+    ``(body, count, last_offset_delta, first_timestamp, max_timestamp)``; or None (no extension, or
+    let the pure path decide). It declines anything but a list or tuple of exactly ``record_class``."""
+    if not (_enabled and _ENCODES):
+        return None
+    return _speedups.encode_records(
+        records, record_class, _record_slots(record_class), base_offset, base_timestamp
+    )
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers) -> bytes | None:
+    """One v2 record (length prefix included) encoded natively, or None (let the pure path decide)."""
+    if not (_enabled and _ENCODES):
+        return None
+    return _speedups.encode_record(offset_delta, timestamp_delta, key, value, headers)
+
+
 _slots: dict[type, tuple] = {}
 
 
@@ -145,7 +166,7 @@ def _record_slots(record_class: type) -> tuple:
 
 @contextmanager
 def pure_python() -> Iterator[None]:
-    """Decode with the generated Python only, inside the block (benchmarks show both paths)."""
+    """Decode and encode with Python only, inside the block (benchmarks show both paths)."""
     global _enabled
     saved, _enabled = _enabled, False
     try:

@@ -1,5 +1,5 @@
 /* kconform.codecs._speedups: an optional native decoder for the generated message classes and for
- * the records of a v2 record batch.
+ * the records of a v2 record batch, and a native encoder for those records.
  *
  * It knows nothing of Kafka's messages: codecs/_native.py compiles each (class, version) from the
  * generated schema into a small program of field operations, and this module walks it. Objects are
@@ -166,7 +166,8 @@ static PyObject *compile_program(PyObject *self, PyObject *spec) {
 
 #define NEED(r, n) do { if ((n) < 0 || (r)->len - (r)->pos < (Py_ssize_t)(n)) return -1; } while (0)
 
-static int read_uvarint(Reader *r, uint64_t *out) {
+static inline int read_uvarint(Reader *r, uint64_t *out) {
+    if (r->pos < r->len && r->b[r->pos] < 0x80) { *out = r->b[r->pos++]; return 0; } /* one byte: most */
     uint64_t v = 0;
     for (int shift = 0; shift < 35; shift += 7) {
         if (r->pos >= r->len) return -1;
@@ -430,10 +431,16 @@ static int read_varlong(Reader *r, int64_t *out) {
 }
 
 /* Zig-zag varint: at most 5 bytes, the raw value up to 35 bits as the pure reader takes it. */
-static int read_varint(Reader *r, int64_t *out) {
+static inline int read_varint(Reader *r, int64_t *out) {
     uint64_t v;
     if (read_uvarint(r, &v) < 0) return -1;
     *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+    return 0;
+}
+
+static inline int add_int64(int64_t a, int64_t b, int64_t *out) {
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return -1;
+    *out = a + b;
     return 0;
 }
 
@@ -467,6 +474,11 @@ static PyObject *read_records(PyObject *self, PyObject *args) {
     Py_buffer view;
     if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *list = NULL;
+    /* The last header key decoded and where its bytes are: records of a batch mostly repeat their header
+     * keys, and an equal key shares the str already made (as equal as the pure path's own copies). */
+    PyObject *last_key = NULL;
+    const unsigned char *last_key_at = NULL;
+    Py_ssize_t last_key_len = -1;
     if (pos < 0 || end > view.len || pos > end || count < 0 || count > (end - pos) / 7 + 1) goto give_up;
     Reader r = {(const unsigned char *)view.buf, pos, end, bufobj};
     list = PyList_New(count);
@@ -495,15 +507,27 @@ static PyObject *read_records(PyObject *self, PyObject *args) {
             int64_t hklen, hvlen;
             PyObject *hk = NULL, *hv = NULL, *pair = NULL;
             if (read_varint(&rr, &hklen) < 0 || hklen < 0 || hklen > rr.len - rr.pos) goto bad_header;
-            hk = PyUnicode_DecodeUTF8((const char *)rr.b + rr.pos, (Py_ssize_t)hklen, NULL);
+            const unsigned char *at = rr.b + rr.pos;
+            if (last_key != NULL && hklen == last_key_len && memcmp(at, last_key_at, (size_t)hklen) == 0) {
+                hk = Py_NewRef(last_key);
+            } else {
+                hk = PyUnicode_DecodeUTF8((const char *)at, (Py_ssize_t)hklen, NULL);
+                if (hk == NULL) { PyErr_Clear(); goto bad_header; }
+                Py_XSETREF(last_key, Py_NewRef(hk));
+                last_key_at = at;
+                last_key_len = (Py_ssize_t)hklen;
+            }
             rr.pos += (Py_ssize_t)hklen;
-            if (hk == NULL) { PyErr_Clear(); goto bad_header; }
             if (read_varint(&rr, &hvlen) < 0) goto bad_header;
             hv = nullable_bytes(&rr, (Py_ssize_t)hvlen);
             if (hv == NULL) goto bad_header;
-            pair = PyTuple_Pack(2, hk, hv);
-            Py_DECREF(hk); Py_DECREF(hv);
-            if (pair == NULL) { Py_DECREF(key); Py_DECREF(value); Py_DECREF(headers); goto give_up_list; }
+            pair = PyTuple_New(2);
+            if (pair == NULL) {
+                Py_DECREF(hk); Py_DECREF(hv);
+                Py_DECREF(key); Py_DECREF(value); Py_DECREF(headers); goto give_up_list;
+            }
+            PyTuple_SET_ITEM(pair, 0, hk);
+            PyTuple_SET_ITEM(pair, 1, hv);
             PyList_SET_ITEM(headers, (Py_ssize_t)h, pair);
             continue;
         bad_header:
@@ -512,10 +536,15 @@ static PyObject *read_records(PyObject *self, PyObject *args) {
             goto give_up_list;
         }
         if (rr.pos != rec_end) { Py_DECREF(key); Py_DECREF(value); Py_DECREF(headers); goto give_up_list; }
+        int64_t offset, timestamp; /* beyond an int64 the pure path makes the big ints */
+        if (add_int64(base_offset, offset_delta, &offset) < 0 ||
+            add_int64(base_timestamp, ts_delta, &timestamp) < 0) {
+            Py_DECREF(key); Py_DECREF(value); Py_DECREF(headers); goto give_up_list;
+        }
         r.pos = rec_end;
         PyObject *rec = t->tp_alloc(t, 0);
-        PyObject *o = PyLong_FromLongLong(base_offset + offset_delta);
-        PyObject *ts = PyLong_FromLongLong(base_timestamp + ts_delta);
+        PyObject *o = PyLong_FromLongLong(offset);
+        PyObject *ts = PyLong_FromLongLong(timestamp);
         if (rec == NULL || o == NULL || ts == NULL) {
             Py_XDECREF(rec); Py_XDECREF(o); Py_XDECREF(ts);
             Py_DECREF(key); Py_DECREF(value); Py_DECREF(headers);
@@ -534,13 +563,277 @@ static PyObject *read_records(PyObject *self, PyObject *args) {
 give_up_list:
     Py_XDECREF(list);
 give_up:
-    list = NULL;
+    Py_XDECREF(last_key);
     if (PyErr_Occurred()) PyErr_Clear();
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
 done:
+    Py_XDECREF(last_key);
     PyBuffer_Release(&view);
     return list;
+}
+
+/* ---- writing the records of a v2 batch --------------------------------------------------------- */
+
+/* The encoder below writes what records.py's pure-Python encoder writes, byte for byte, for the inputs
+ * it takes: records of exactly the record class, ints that fit an int64, keys and values None, bytes
+ * or bytearray, headers None or a list or tuple of (str, None | bytes | bytearray) pairs. On anything
+ * else it gives up (returns None, no exception) and the pure path encodes the input or raises its
+ * exact error. Each record is sized from its fields, then written, every write bounds-checked. No Python
+ * code runs meanwhile (exact types only, no __index__ or __len__), so the fields cannot change. */
+
+typedef struct {
+    unsigned char *p, *end;
+} Writer;
+
+/* A record's fields, as the encoder takes them. key_len / value_len are -1 for None. */
+typedef struct {
+    int64_t offset_delta, timestamp_delta;
+    const char *key, *value;
+    Py_ssize_t key_len, value_len;
+    PyObject *headers;  /* a non-empty list or tuple, or NULL for none */
+    Py_ssize_t size;    /* the record without its length prefix */
+} RecordParts;
+
+#define ADD_SIZE(total, n) do { if ((n) < 0 || (total) > PY_SSIZE_T_MAX - (n)) return -1; (total) += (n); } while (0)
+
+static inline uint64_t zigzag(int64_t v) {
+    uint64_t u = (uint64_t)v;
+    return (u << 1) ^ (0 - (u >> 63));
+}
+
+static inline Py_ssize_t varint_size(uint64_t v) {
+    Py_ssize_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline int put_varint(Writer *w, uint64_t v) {
+    if (w->end - w->p < varint_size(v)) return -1;
+    while (v >= 0x80) { *w->p++ = (unsigned char)(v | 0x80); v >>= 7; }
+    *w->p++ = (unsigned char)v;
+    return 0;
+}
+
+static inline int put_bytes(Writer *w, const char *data, Py_ssize_t n) {
+    if (n <= 0) return 0;
+    if (w->end - w->p < n) return -1;
+    memcpy(w->p, data, (size_t)n);
+    w->p += n;
+    return 0;
+}
+
+/* An int (or bool) that fits an int64. Not other int subclasses: their arithmetic may be their own. */
+static int as_int64(PyObject *o, int64_t *out) {
+    if (o == NULL || !(PyLong_CheckExact(o) || PyBool_Check(o))) return -1;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+    *out = (int64_t)v;
+    return 0;
+}
+
+static inline int sub_int64(int64_t a, int64_t b, int64_t *out) {
+    if ((b > 0 && a < INT64_MIN + b) || (b < 0 && a > INT64_MAX + b)) return -1;
+    *out = a - b;
+    return 0;
+}
+
+/* None, bytes or bytearray (exact types: a subclass may measure itself differently). */
+static inline int nullable_data(PyObject *o, const char **data, Py_ssize_t *n) {
+    if (o == Py_None) { *data = NULL; *n = -1; return 0; }
+    if (PyBytes_CheckExact(o)) { *data = PyBytes_AS_STRING(o); *n = PyBytes_GET_SIZE(o); return 0; }
+    if (PyByteArray_CheckExact(o)) { *data = PyByteArray_AS_STRING(o); *n = PyByteArray_GET_SIZE(o); return 0; }
+    return -1;
+}
+
+/* The pair at headers[i]: its key's UTF-8 and its value. */
+static int header_parts(PyObject *headers, Py_ssize_t i, const char **key, Py_ssize_t *key_len,
+                        const char **value, Py_ssize_t *value_len) {
+    PyObject *pair = PySequence_Fast_ITEMS(headers)[i];
+    if (!(PyTuple_CheckExact(pair) || PyList_CheckExact(pair)) || PySequence_Fast_GET_SIZE(pair) != 2) return -1;
+    PyObject *k = PySequence_Fast_ITEMS(pair)[0];
+    if (!PyUnicode_CheckExact(k)) return -1;
+    *key = PyUnicode_AsUTF8AndSize(k, key_len); /* cached in the str: sizing and writing share it */
+    if (*key == NULL) { PyErr_Clear(); return -1; } /* lone surrogates: the pure path raises */
+    return nullable_data(PySequence_Fast_ITEMS(pair)[1], value, value_len);
+}
+
+static Py_ssize_t nullable_size(Py_ssize_t n) {
+    return varint_size(zigzag(n)) + (n > 0 ? n : 0);
+}
+
+/* Fill in a record's sizes from its fields; -1 to give up. */
+static int record_size(RecordParts *r) {
+    Py_ssize_t size = 1 + varint_size(zigzag(r->timestamp_delta)) + varint_size(zigzag(r->offset_delta));
+    ADD_SIZE(size, nullable_size(r->key_len));
+    ADD_SIZE(size, nullable_size(r->value_len));
+    if (r->headers == NULL) {
+        ADD_SIZE(size, 1);
+    } else {
+        Py_ssize_t count = PySequence_Fast_GET_SIZE(r->headers);
+        ADD_SIZE(size, varint_size(zigzag(count)));
+        for (Py_ssize_t i = 0; i < count; i++) {
+            const char *k, *v;
+            Py_ssize_t klen, vlen;
+            if (header_parts(r->headers, i, &k, &klen, &v, &vlen) < 0) return -1;
+            ADD_SIZE(size, nullable_size(klen));
+            ADD_SIZE(size, nullable_size(vlen));
+        }
+    }
+    r->size = size;
+    return 0;
+}
+
+static int put_nullable(Writer *w, const char *data, Py_ssize_t n) {
+    if (put_varint(w, zigzag(n)) < 0) return -1;
+    return put_bytes(w, data, n);
+}
+
+/* One record, length prefix included, as record_size measured it. */
+static int put_record(Writer *w, RecordParts *r) {
+    if (put_varint(w, zigzag(r->size)) < 0 || w->p == w->end) return -1;
+    *w->p++ = 0; /* attributes */
+    if (put_varint(w, zigzag(r->timestamp_delta)) < 0 || put_varint(w, zigzag(r->offset_delta)) < 0 ||
+        put_nullable(w, r->key, r->key_len) < 0 || put_nullable(w, r->value, r->value_len) < 0)
+        return -1;
+    if (r->headers == NULL) return put_varint(w, 0);
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(r->headers);
+    if (put_varint(w, zigzag(count)) < 0) return -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const char *k, *v;
+        Py_ssize_t klen, vlen;
+        if (header_parts(r->headers, i, &k, &klen, &v, &vlen) < 0 || put_nullable(w, k, klen) < 0 ||
+            put_nullable(w, v, vlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* key, value and headers into r; -1 to give up. Falsy headers (None, empty) mean none, as in Python. */
+static int record_payload(RecordParts *r, PyObject *key, PyObject *value, PyObject *headers) {
+    if (key == NULL || value == NULL || headers == NULL) return -1; /* an unset slot */
+    if (nullable_data(key, &r->key, &r->key_len) < 0 || nullable_data(value, &r->value, &r->value_len) < 0)
+        return -1;
+    if (headers == Py_None) {
+        r->headers = NULL;
+    } else if (PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) {
+        r->headers = PySequence_Fast_GET_SIZE(headers) ? headers : NULL;
+    } else {
+        return -1;
+    }
+    return record_size(r);
+}
+
+/* encode_record(offset_delta, timestamp_delta, key, value, headers) -> bytes, or None to let the pure
+ * path decide. METH_FASTCALL: a producer calls it once per record. */
+static PyObject *encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "encode_record takes 5 arguments");
+        return NULL;
+    }
+    RecordParts r;
+    if (as_int64(args[0], &r.offset_delta) < 0 || as_int64(args[1], &r.timestamp_delta) < 0 ||
+        record_payload(&r, args[2], args[3], args[4]) < 0)
+        Py_RETURN_NONE;
+    if (r.size > PY_SSIZE_T_MAX - 10) Py_RETURN_NONE; /* a length prefix takes at most 10 bytes */
+    Py_ssize_t total = r.size + varint_size(zigzag(r.size));
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL) return NULL;
+    Writer w = {(unsigned char *)PyBytes_AS_STRING(out), (unsigned char *)PyBytes_AS_STRING(out) + total};
+    if (put_record(&w, &r) < 0 || w.p != w.end) { Py_DECREF(out); Py_RETURN_NONE; }
+    return out;
+}
+
+/* Fields of records[i] (exactly of the record class) against the batch so far; -1 to give up, which is
+ * also where the pure path raises (offsets not increasing, an offset delta beyond an int32). */
+static int batch_record(PyObject *rec, PyTypeObject *cls, const Py_ssize_t *off, int64_t base_offset,
+                        int have_first, int64_t first_timestamp, int64_t last_delta, int64_t *timestamp,
+                        RecordParts *r) {
+    if (Py_TYPE(rec) != cls) return -1;
+    PyObject **slots[5];
+    for (int k = 0; k < 5; k++) slots[k] = (PyObject **)((char *)rec + off[k]);
+    int64_t offset;
+    if (as_int64(*slots[0], &offset) < 0 || as_int64(*slots[1], timestamp) < 0) return -1;
+    if (sub_int64(offset, base_offset, &r->offset_delta) < 0 || r->offset_delta <= last_delta ||
+        r->offset_delta > 0x7FFFFFFF)
+        return -1;
+    if (sub_int64(*timestamp, have_first ? first_timestamp : *timestamp, &r->timestamp_delta) < 0) return -1;
+    return record_payload(r, *slots[2], *slots[3], *slots[4]);
+}
+
+#define ENCODE_GUESS_LIMIT ((Py_ssize_t)1 << 24) /* the most a batch's buffer starts with */
+
+/* encode_records(records, record_class, slot_descriptors, base_offset, base_timestamp)
+ * -> (records section as a bytearray, count, last_offset_delta, first_timestamp, max_timestamp) or None.
+ * records: a list or tuple; base_timestamp: an int, or None for the first record's timestamp. The
+ * values are those the pure loop leaves: -1, None (or base_timestamp) and -1 when there are none. */
+static PyObject *encode_records(PyObject *self, PyObject *args) {
+    PyObject *records, *cls, *descrs, *base_offset_obj, *base_timestamp_obj;
+    if (!PyArg_ParseTuple(args, "OOO!OO", &records, &cls, &PyTuple_Type, &descrs, &base_offset_obj,
+                          &base_timestamp_obj))
+        return NULL;
+    if (PyTuple_GET_SIZE(descrs) != 5 || !PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "bad record layout");
+        return NULL;
+    }
+    Py_ssize_t off[5];
+    for (int i = 0; i < 5; i++) {
+        off[i] = slot_offset(PyTuple_GET_ITEM(descrs, i));
+        if (off[i] < 0) return NULL;
+    }
+    int64_t base_offset, first_timestamp = 0;
+    int have_first = base_timestamp_obj != Py_None;
+    if (!(PyList_CheckExact(records) || PyTuple_CheckExact(records)) ||
+        as_int64(base_offset_obj, &base_offset) < 0 ||
+        (have_first && as_int64(base_timestamp_obj, &first_timestamp) < 0))
+        Py_RETURN_NONE;
+    PyTypeObject *t = (PyTypeObject *)cls;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(records);
+    PyObject **items = PySequence_Fast_ITEMS(records);
+    int64_t last_delta = -1, max_timestamp = -1, first = first_timestamp, timestamp;
+    int first_known = have_first;
+    /* One pass, each record checked and sized and then written; the buffer grows by doubling from a
+     * guess of count times the first record's size, and is cut to what was written at the end. */
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, 0);
+    if (out == NULL) return NULL;
+    Py_ssize_t used = 0, capacity = 0;
+    RecordParts r;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (batch_record(items[i], t, off, base_offset, first_known, first, last_delta, &timestamp, &r) < 0)
+            goto give_up;
+        if (!first_known) { first = timestamp; first_known = 1; }
+        if (timestamp > max_timestamp) max_timestamp = timestamp;
+        last_delta = r.offset_delta;
+        if (r.size > PY_SSIZE_T_MAX - 10) goto give_up;
+        Py_ssize_t n = r.size + varint_size(zigzag(r.size));
+        if (n > capacity - used) {
+            Py_ssize_t grown;
+            if (i == 0) /* every record as large as the first, up to a bound */
+                grown = count <= ENCODE_GUESS_LIMIT / n ? n * count : Py_MAX(n, ENCODE_GUESS_LIMIT);
+            else
+                grown = capacity <= PY_SSIZE_T_MAX / 2 ? capacity * 2 : PY_SSIZE_T_MAX;
+            if (grown - used < n) {
+                if (used > PY_SSIZE_T_MAX - n) goto give_up;
+                grown = used + n;
+            }
+            if (PyByteArray_Resize(out, grown) < 0) { Py_DECREF(out); return NULL; }
+            capacity = grown;
+        }
+        unsigned char *at = (unsigned char *)PyByteArray_AS_STRING(out) + used;
+        Writer w = {at, at + n};
+        if (put_record(&w, &r) < 0 || w.p != w.end) goto give_up;
+        used += n;
+    }
+    if (PyByteArray_Resize(out, used) < 0) { Py_DECREF(out); return NULL; }
+    if (!first_known)
+        return Py_BuildValue("(NnLOL)", out, count, (long long)last_delta, Py_None, (long long)max_timestamp);
+    return Py_BuildValue("(NnLLL)", out, count, (long long)last_delta, (long long)first,
+                         (long long)max_timestamp);
+give_up:
+    Py_DECREF(out);
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_RETURN_NONE;
 }
 
 /* ---- module ------------------------------------------------------------------------------------- */
@@ -562,6 +855,9 @@ static PyMethodDef methods[] = {
     {"compile_program", compile_program, METH_O, "Compile a decoding program from its tuple form."},
     {"decode", decode, METH_VARARGS, "decode(program, buffer, pos) -> (object, end) or None."},
     {"read_records", read_records, METH_VARARGS, "Decode the records of a v2 batch, or None."},
+    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
+     "encode_record(offset_delta, timestamp_delta, key, value, headers) -> one v2 record, or None."},
+    {"encode_records", encode_records, METH_VARARGS, "Encode the records of a v2 batch, or None."},
     {"configure", configure, METH_VARARGS, "Tell the module about uuid.UUID."},
     {NULL, NULL, 0, NULL},
 };

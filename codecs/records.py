@@ -9,7 +9,9 @@ Any bad input raises ``DecodeError`` (message ``"RecordBatch"`` or ``"LegacyMess
 magic); no other exception escapes decoding, and every loop and allocation is bounded by the input size
 (plus ``max_decompressed_size`` for compressed batches).
 
-Writing (``encode_batch``) lays bytes out exactly as Kafka's Java ``MemoryRecordsBuilder`` does.
+Writing (``encode_batch``) lays bytes out exactly as Kafka's Java ``MemoryRecordsBuilder`` does. The
+v2 records are written by the native encoder when it is built (``_native``); the Python encoder here is
+the reference it must match byte for byte, and the fallback for whatever the native one declines.
 
 The record loops are deliberately written out long-hand (inlined varints, local aliases, lookup tables):
 decoding a batch is the hottest path of every consumer and broker built on this module.
@@ -26,6 +28,8 @@ from enum import IntEnum
 import crc32c as _crc32c
 
 from ._exceptions import DecodeError, EncodeError
+from ._native import encode_record as _native_record
+from ._native import encode_records as _native_encode
 from ._native import read_records as _native_records
 from ._primitives import read_varint, read_varlong
 from .compression import MAX_DECOMPRESSED_SIZE, Compression, DecompressionError, compress, decompress
@@ -814,29 +818,12 @@ def _encode_v2(
     log_append_time,
     has_delete_horizon,
 ) -> bytes:
-    body = bytearray()
-    encode_record = encode_record_v2
-    first_timestamp = base_timestamp
-    max_timestamp = -1
-    last_delta = -1
-    count = 0
-    for record in records:
-        offset_delta = record.offset - base_offset
-        timestamp = record.timestamp
-        if offset_delta <= last_delta:
-            raise EncodeError(
-                f"offset {record.offset} does not increase on the previous record's "
-                f"(base offset {base_offset})"
-            )
-        last_delta = offset_delta
-        if first_timestamp is None:
-            first_timestamp = timestamp
-        if timestamp > max_timestamp:
-            max_timestamp = timestamp
-        body += encode_record(
-            offset_delta, timestamp - first_timestamp, record.key, record.value, record.headers
-        )
-        count += 1
+    if type(records) is not list and type(records) is not tuple:
+        records = list(records)  # the native encoder may decline, and the Python one then walks them again
+    encoded = _native_encode(Record, records, base_offset, base_timestamp)
+    if encoded is None:  # no native encoder, or it declined: Python writes the same bytes or raises
+        encoded = _v2_body(records, base_offset, base_timestamp)
+    body, count, last_delta, first_timestamp, max_timestamp = encoded
     if count == 0:
         last_delta = 0
         if first_timestamp is None:
@@ -867,9 +854,46 @@ def _encode_v2(
     )
 
 
+def _v2_body(records, base_offset: int, base_timestamp: int | None) -> tuple:
+    """The records section of a v2 batch in Python: ``(body, count, last_offset_delta, first_timestamp,
+    max_timestamp)``, the last three -1, ``base_timestamp`` and -1 when there are no records."""
+    body = bytearray()
+    encode_record = _encode_record_v2
+    first_timestamp = base_timestamp
+    max_timestamp = -1
+    last_delta = -1
+    count = 0
+    for record in records:
+        offset_delta = record.offset - base_offset
+        timestamp = record.timestamp
+        if offset_delta <= last_delta:
+            raise EncodeError(
+                f"offset {record.offset} does not increase on the previous record's "
+                f"(base offset {base_offset})"
+            )
+        last_delta = offset_delta
+        if first_timestamp is None:
+            first_timestamp = timestamp
+        if timestamp > max_timestamp:
+            max_timestamp = timestamp
+        body += encode_record(
+            offset_delta, timestamp - first_timestamp, record.key, record.value, record.headers
+        )
+        count += 1
+    return body, count, last_delta, first_timestamp, max_timestamp
+
+
 def encode_record_v2(offset_delta: int, timestamp_delta: int, key, value, headers) -> bytes:
     """One record of a v2 batch, length prefix included. A producer appends these to a batch body as
     records arrive (as Kafka's MemoryRecordsBuilder does) and seals the body with ``seal_v2_batch``."""
+    encoded = _native_record(offset_delta, timestamp_delta, key, value, headers)
+    if encoded is not None:
+        return encoded
+    return _encode_record_v2(offset_delta, timestamp_delta, key, value, headers)
+
+
+def _encode_record_v2(offset_delta: int, timestamp_delta: int, key, value, headers) -> bytes:
+    """``encode_record_v2`` in Python: the reference the native encoder matches byte for byte."""
     vget = _VARINT.get
     vbytes = _varint_bytes
     if headers:
@@ -948,14 +972,11 @@ def seal_v2_batch(
         attributes |= _CONTROL_BIT
     if has_delete_horizon:
         attributes |= _DELETE_HORIZON_BIT
-    out = bytearray(_V2_HEADER_SIZE)
-    out += body
+    size = len(body) if type(body) is bytes or type(body) is bytearray else memoryview(body).nbytes
     try:
-        _V2_HEADER.pack_into(
-            out,
-            0,
+        header = _V2_HEADER.pack(
             base_offset,
-            len(out) - _LOG_OVERHEAD,
+            _V2_MIN_LENGTH + size,
             partition_leader_epoch,
             2,
             0,
@@ -970,8 +991,8 @@ def seal_v2_batch(
         )
     except struct.error as exc:
         raise EncodeError(f"a batch header field is out of range: {exc}") from None
-    _UINT32.pack_into(out, _V2_CRC_OFFSET, _crc32c.crc32c(memoryview(out)[_V2_ATTRIBUTES_OFFSET:]))
-    return bytes(out)
+    crc = _crc32c.crc32c(body, _crc32c.crc32c(header[_V2_ATTRIBUTES_OFFSET:]))  # one pass, no copy first
+    return b"".join((header[:_V2_CRC_OFFSET], _UINT32.pack(crc), header[_V2_ATTRIBUTES_OFFSET:], body))
 
 
 def _legacy_entry(magic: int, offset: int, attributes: int, timestamp: int, key, value) -> bytes:

@@ -18,7 +18,7 @@ def test_bench_codecs_prints_json_comparisons():
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     cases = {(r["case"], r["peer"]) for r in rows}
     assert ("MetadataResponse v12 100x10 decode", "kafka-python") in cases
-    assert ("FetchResponse v17 10x64KiB decode", "kio") in cases
+    assert ("FetchResponse v18 10x64KiB decode", "kio") in cases
     assert ("RecordBatch v2 1000 records lz4 decode", "aiokafka") in cases
     for row in rows:
         assert set(row) == {"bench", "case", "metric", "ours", "peer", "peer_value", "ratio"}
@@ -33,8 +33,8 @@ def test_selfcheck_json_summary():
     result = CliRunner().invoke(cli, ["codecs", "selfcheck", "--examples", "1", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["api_keys"] == 88 and summary["request_response_pairs"] == 654
-    assert summary["failures"] == 0 and summary["all_pairs"] >= 654
+    assert summary["api_keys"] == 93 and summary["request_response_pairs"] == 700
+    assert summary["failures"] == 0 and summary["all_pairs"] >= 700
 
 
 def test_decode_command_reports_bad_frames():

@@ -1,8 +1,9 @@
-"""The native decoder (``kconform.codecs._speedups``) against the pure-Python one it accelerates.
+"""The native codec (``kconform.codecs._speedups``) against the pure-Python one it accelerates.
 
 For every (message, version) pair and for record batches: Hypothesis-generated encodings decode to
 the same objects both ways, and mutated or truncated encodings are never accepted natively when the
-pure path rejects them (the native decoder gives up and the pure path raises its DecodeError)."""
+pure path rejects them (the native decoder gives up and the pure path raises its DecodeError).
+The native v2 record encoder writes the pure encoder's bytes, and declines what it is not sure of."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kconform.codecs import DecodeError, _native
-from kconform.codecs.records import Record, decode_batch, encode_batch
+from kconform.codecs import records as records_module
+from kconform.codecs.compression import Compression
+from kconform.codecs.records import Record, TimestampType, decode_batch, encode_batch, encode_record_v2
 from kconform.codecs.strategies import all_message_versions, message
 
 PAIRS = all_message_versions()
@@ -131,3 +134,191 @@ def test_native_records_never_accept_what_the_pure_reader_rejects(rows, data):
 def _pure_batch_unchecked(data: bytes):
     with _native.pure_python():
         return decode_batch(data, verify_crc=False)
+
+
+# --- the native v2 record encoder ------------------------------------------------------------------
+# It must write exactly the bytes the pure-Python encoder writes, and decline (hand the input to the
+# pure path) wherever it is not sure to, so errors stay the pure path's too.
+
+# Lengths whose zig-zag varint changes size (63/64 and 8191/8192) and their neighbours.
+BOUNDARY_LENGTHS = [0, 1, 62, 63, 64, 65, 127, 128, 8190, 8191, 8192, 8193]
+payloads = (
+    st.none()
+    | st.binary(max_size=80)
+    | st.builds(lambda n, fill: bytes([fill]) * n, st.sampled_from(BOUNDARY_LENGTHS), st.integers(0, 255))
+)
+header_lists = st.none() | st.lists(st.tuples(st.text(max_size=8), payloads), max_size=4)
+timestamps = st.integers(-1, 2**41) | st.integers(-(2**63), 2**63 - 1)
+# gaps between offsets, so that offset deltas cross the varint boundaries too
+gaps = st.integers(1, 3) | st.sampled_from([63, 64, 65, 8191, 8192, 8193, 2**20])
+record_rows = st.lists(st.tuples(gaps, timestamps, payloads, payloads, header_lists), max_size=12)
+
+
+def _records(base_offset: int, rows) -> list[Record]:
+    records, offset = [], base_offset - 1
+    for gap, ts, key, value, headers in rows:
+        offset += gap
+        records.append(Record(offset, ts, key, value, headers))
+    return records
+
+
+def _fits_int64(value: int) -> bool:
+    return -(2**63) <= value < 2**63
+
+
+def _pure_encode(records, **kwargs) -> bytes:
+    with _native.pure_python():
+        return encode_batch(records, **kwargs)
+
+
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    rows=record_rows,
+    codec=st.sampled_from(list(Compression)),
+    base_offset=st.integers(0, 2**40) | st.just(2**63 - 2**21),
+    base_timestamp=st.none() | timestamps,
+    log_append=st.booleans(),
+)
+def test_native_encoder_writes_the_pure_encoders_bytes(rows, codec, base_offset, base_timestamp, log_append):
+    records = _records(base_offset, rows)
+    kwargs = dict(compression=codec, base_offset=base_offset, base_timestamp=base_timestamp)
+    if log_append:
+        kwargs.update(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=2**41)
+    expected = _pure_encode(records, **kwargs)
+    assert encode_batch(records, **kwargs) == expected
+    # and the native encoder really wrote them, except where an offset or a timestamp delta leaves the
+    # int64 range (the pure path decides those)
+    first = base_timestamp if base_timestamp is not None else (records[0].timestamp if records else 0)
+    found = _native.encode_records(Record, records, base_offset, base_timestamp)
+    if all(_fits_int64(r.offset) and _fits_int64(r.timestamp - first) for r in records):
+        assert found is not None, "the native encoder declined valid records"
+    if found is not None:
+        with _native.pure_python():
+            assert found == records_module._v2_body(records, base_offset, base_timestamp)
+    assert [(r.offset, r.key, r.value) for r in decode_batch(expected).records] == [
+        (r.offset, r.key, r.value) for r in records
+    ]
+
+
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    offset_delta=st.integers(0, 2**31) | st.integers(-(2**70), 2**70),
+    timestamp_delta=timestamps | st.integers(-(2**70), 2**70),
+    key=payloads,
+    value=payloads | st.binary(max_size=8).map(bytearray),
+    headers=header_lists | st.lists(st.tuples(st.text(max_size=3), payloads), max_size=2).map(tuple),
+)
+def test_native_record_encoder_writes_the_pure_encoders_bytes(
+    offset_delta, timestamp_delta, key, value, headers
+):
+    """The producer's path: one record at a time (``encode_record_v2``), sealed by ``seal_v2_batch``."""
+    args = (offset_delta, timestamp_delta, key, value, headers)
+    with _native.pure_python():
+        expected = encode_record_v2(*args)
+    found = _native.encode_record(*args)
+    if _fits_int64(offset_delta) and _fits_int64(timestamp_delta):
+        assert found == expected
+    else:
+        assert found is None  # beyond an int64 the pure path decides (its varint keeps the low 64 bits)
+    assert encode_record_v2(*args) == expected
+
+
+class _Duck:
+    """Not a Record, but with its attributes: the pure encoder takes it, the native one declines."""
+
+    def __init__(self, offset, timestamp, key, value, headers):
+        self.offset, self.timestamp, self.key, self.value, self.headers = (
+            offset,
+            timestamp,
+            key,
+            value,
+            headers,
+        )
+
+
+class _RecordSubclass(Record):
+    __slots__ = ()
+
+
+class _Int(int):
+    pass
+
+
+DECLINED_BUT_VALID = {
+    "generator": lambda: (Record(i, i, b"k", b"v") for i in range(3)),
+    "tuple of records": lambda: tuple(Record(i, i, b"k", b"v") for i in range(3)),
+    "memoryview value": lambda: [Record(0, 1, None, memoryview(b"abc"))],
+    "bytes subclass key": lambda: [Record(0, 1, type("B", (bytes,), {})(b"abc"), None)],
+    "list header pairs": lambda: [Record(0, 1, None, None, [["k", b"v"], ["k2", None]])],
+    "duck-typed records": lambda: [_Duck(0, 1, b"k", b"v", [("h", b"x")])],
+    "record subclass": lambda: [_RecordSubclass(0, 1, b"k", b"v")],
+    "timestamp delta past int64": lambda: [Record(0, -(2**63), None, None), Record(1, 2**63 - 1, None, None)],
+    "bool offsets": lambda: [Record(False, 1, None, None), Record(True, 2, None, None)],
+    "int subclass offsets": lambda: [Record(_Int(0), _Int(1), None, None), Record(_Int(1), 2, None, None)],
+}
+
+
+@needs_native
+@pytest.mark.parametrize("make", DECLINED_BUT_VALID.values(), ids=list(DECLINED_BUT_VALID))
+def test_inputs_the_native_encoder_declines_still_encode_as_the_pure_path(make):
+    assert encode_batch(make()) == _pure_encode(make())
+    for codec in (Compression.GZIP, Compression.ZSTD):
+        assert encode_batch(make(), compression=codec) == _pure_encode(make(), compression=codec)
+
+
+BAD_RECORDS = {
+    "offsets not increasing": lambda: [Record(5, 1, None, None), Record(5, 2, None, None)],
+    "offset below the base": lambda: [Record(-1, 1, None, None)],
+    "offset delta past int32": lambda: [Record(0, 1, None, None), Record(2**31, 1, None, None)],
+    "offset past int64": lambda: [Record(2**64, 1, None, None)],
+    "timestamp past int64": lambda: [Record(0, 2**64, None, None)],
+    "str value": lambda: [Record(0, 1, None, "text")],
+    "bytes header key": lambda: [Record(0, 1, None, None, [(b"k", b"v")])],
+    "lone surrogate header key": lambda: [Record(0, 1, None, None, [("\ud800", b"v")])],
+    "header of three": lambda: [Record(0, 1, None, None, [("k", b"v", b"w")])],
+    "int header value": lambda: [Record(0, 1, None, None, [("k", 5)])],
+    "not a record": lambda: [(0, 1, None, None, [])],
+}
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except Exception as exc:  # the type and message, to compare across the two paths
+        return type(exc), str(exc)
+
+
+@needs_native
+@pytest.mark.parametrize("make", BAD_RECORDS.values(), ids=list(BAD_RECORDS))
+def test_bad_records_raise_the_pure_encoders_error(make):
+    native = _outcome(lambda: encode_batch(make()))
+    pure = _outcome(lambda: _pure_encode(make()))
+    assert isinstance(pure, tuple) and native == pure
+
+
+@needs_native
+def test_native_encoder_keeps_records_and_references_intact():
+    """No reference is leaked or stolen: encoding many times leaves every input's refcount as it was."""
+    import sys
+
+    key, value, hkey, hvalue = b"k" * 70, bytearray(b"v" * 9000), "h\u00e9", b"x"
+    headers = [(hkey, hvalue)]
+    records = [Record(i, i, key, value, headers) for i in range(50)]
+    before = [sys.getrefcount(o) for o in (key, value, hkey, hvalue, headers, records[0])]
+    for _ in range(200):
+        encode_batch(records)
+        encode_record_v2(1, 2, key, value, headers)
+    after = [sys.getrefcount(o) for o in (key, value, hkey, hvalue, headers, records[0])]
+    assert before == after
+
+
+@needs_native
+def test_native_reader_leaves_offsets_past_int64_to_the_pure_path():
+    data = encode_batch(
+        [Record(2**63 - 1, 2**63 - 1, None, None), Record(2**63 + 4, -(2**63), None, None)],
+        base_offset=2**63 - 1,
+    )
+    assert decode_batch(data) == _pure_batch(data)
+    assert decode_batch(data).records[1].offset == 2**63 + 4
