@@ -80,6 +80,7 @@ __all__ = [
 _LIST_OFFSETS = 2
 _METADATA = 3
 _OFFSET_FETCH = 9
+_OFFSET_FETCH_BY_NAME_MAX = 9  # v10 names topics by id
 _DESCRIBE_GROUPS = 15
 _LIST_GROUPS = 16
 _CREATE_TOPICS = 19
@@ -308,6 +309,10 @@ class MemberDescription:
     rack_id: str | None = None
     raw_metadata: bytes | None = None  # classic groups: the member's bytes as the broker keeps them
     raw_assignment: bytes | None = None
+    # consumer (KIP-848) groups, ConsumerGroupDescribe v1+ (KIP-1099): True for a member on the consumer
+    # protocol, False for a classic member of the group; None when the broker does not say (Java's
+    # MemberDescription.upgraded)
+    upgraded: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +333,7 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int | None
     brokers: dict[int, BrokerInfo]
+    fenced: frozenset[int] = frozenset()  # DescribeCluster v2+: the listed brokers that are fenced
 
 
 # ---- the consumer protocol's embedded bytes --------------------------------------------------------
@@ -572,6 +578,7 @@ def _read_consumer_group(described, coordinator: int) -> GroupDescription:
             pairs(m.target_assignment),
             m.member_epoch,
             m.rack_id,
+            upgraded=None if m.member_type == -1 else m.member_type == 1,
         )
         for m in described.members
     ]
@@ -900,7 +907,20 @@ class Admin:
             else:
                 results[group_id] = outcome
         if classic:
-            results.update(await self.describe_classic_groups(classic, timeout_ms=timeout_ms))
+            for group_id, outcome in (
+                await self.describe_classic_groups(classic, timeout_ms=timeout_ms)
+            ).items():
+                first = modern.get(group_id)
+                if (
+                    isinstance(outcome, BrokerError)
+                    and outcome.code == Errors.GROUP_ID_NOT_FOUND
+                    and isinstance(first, BrokerError)
+                    and first.code == Errors.GROUP_ID_NOT_FOUND
+                ):
+                    # Java keeps ConsumerGroupDescribe's message, the more telling one
+                    # (DescribeConsumerGroupsHandler.handleError)
+                    outcome = first
+                results[group_id] = outcome
         ordered = {g: results[g] for g in group_ids}
         return self._maybe_raise(ordered, raise_errors)
 
@@ -919,8 +939,10 @@ class Admin:
             outcomes: dict[str, Outcome] = {}
             for g in response.groups:
                 if g.group_id in batch:
+                    # v6+ (KIP-1043): an unknown or non-classic group is GROUP_ID_NOT_FOUND with a message
+                    message = g.error_message if version >= 6 else None
                     outcome = self._group_outcome(
-                        g.error_code, None, f"describe group {g.group_id!r}", g.group_id
+                        g.error_code, message, f"describe group {g.group_id!r}", g.group_id
                     )
                     outcomes[g.group_id] = outcome if outcome is not None else _read_classic_group(g, node)
             return outcomes
@@ -968,7 +990,8 @@ class Admin:
 
         async def send(node: int, _batch: list[str]) -> dict[str, Outcome]:
             conn = await self.network.connection(node)
-            version = conn.version_for(_OFFSET_FETCH)
+            # topics by name, so v9 at most (ListConsumerGroupOffsetsHandler: forTopicNames)
+            version = conn.version_for(_OFFSET_FETCH, cap=_OFFSET_FETCH_BY_NAME_MAX)
             if require_stable and version < 7:
                 raise NoCommonVersion(
                     f"node {node} offers OffsetFetch v{version}, and require_stable needs v7"
@@ -1141,18 +1164,26 @@ class Admin:
 
     # ---- cluster -----------------------------------------------------------------------------------
 
-    async def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
-        """DescribeCluster, or Metadata where a broker does not offer it (as Java falls back)."""
+    async def describe_cluster(
+        self, *, include_fenced_brokers: bool = False, timeout_ms: int | None = None
+    ) -> ClusterDescription:
+        """DescribeCluster, or Metadata where a broker does not offer it (as Java falls back).
+        ``include_fenced_brokers`` (KIP-1073) needs DescribeCluster v2: without it the call fails with
+        NoCommonVersion, as Java's admin does (no fallback to Metadata for that option)."""
 
         async def attempt(keys: list[str]) -> dict[str, Outcome]:
             conn = await self.network.any_connection()
-            if _DESCRIBE_CLUSTER not in conn.versions:
+            if _DESCRIBE_CLUSTER not in conn.versions and not include_fenced_brokers:
                 metadata = await self._topic_metadata([])
                 brokers = dict(metadata.brokers)
                 controller = _known(metadata.controller_id, brokers)
                 return {"cluster": ClusterDescription(metadata.cluster_id, controller, brokers)}
-            version = conn.version_for(_DESCRIBE_CLUSTER)
-            request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1)
+            version = conn.version_for(_DESCRIBE_CLUSTER, floor=2 if include_fenced_brokers else None)
+            request = DescribeClusterRequest(
+                include_cluster_authorized_operations=False,
+                endpoint_type=1,
+                include_fenced_brokers=include_fenced_brokers,
+            )
             response = await conn.send(_DESCRIBE_CLUSTER, request, version=version)
             if response.error_code:
                 return {
@@ -1162,7 +1193,8 @@ class Admin:
                 }
             brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in response.brokers}
             controller = _known(response.controller_id, brokers)
-            return {"cluster": ClusterDescription(response.cluster_id, controller, brokers)}
+            fenced = frozenset(b.broker_id for b in response.brokers if b.is_fenced)
+            return {"cluster": ClusterDescription(response.cluster_id, controller, brokers, fenced)}
 
         result = await self._run("DescribeCluster", ["cluster"], attempt, timeout_ms, True)
         return result["cluster"]

@@ -18,6 +18,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from uuid import UUID
 
 from kconform.codecs.messages import OffsetCommitRequest, OffsetFetchRequest
 
@@ -32,6 +33,8 @@ from .subscription import NoOffsetForPartition, SubscriptionState, TopicPartitio
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord", "NoOffsetForPartition"]
 
 _OFFSET_COMMIT, _OFFSET_FETCH = 8, 9
+_BY_NAME_MAX = 9  # OffsetCommit and OffsetFetch name topics up to v9, by id from v10
+_ZERO_UUID = UUID(int=0)
 _COMMIT_RETRY = {
     "COORDINATOR_NOT_AVAILABLE",
     "NOT_COORDINATOR",
@@ -324,6 +327,22 @@ class Consumer:
         except ClientError:
             pass
 
+    def _topic_ids(self, topics) -> dict[str, UUID] | None:
+        """The id of each topic, or None: Kafka's consumer names topics by id (OffsetCommit and
+        OffsetFetch v10) only with the consumer group protocol and only when its metadata has the id of
+        every topic in the request (``CommitRequestManager``: ``canUseTopicIds``; the classic
+        ``ConsumerCoordinator`` always names them, up to v9)."""
+        if str(self.config["group.protocol"]).lower() != "consumer":
+            return None
+        ids = {}
+        for topic in topics:
+            info = self.client.metadata.topics.get(topic)
+            topic_id = getattr(info, "topic_id", None)
+            if not isinstance(topic_id, UUID) or topic_id.int == 0:
+                return None
+            ids[topic] = topic_id
+        return ids
+
     async def _send_commit(self, offsets: dict[TopicPartition, tuple[int, int]]) -> None:
         generation, member = self.group.commit_generation if self.group is not None else (-1, "")
         by_topic: dict[str, list] = {}
@@ -339,14 +358,18 @@ class Consumer:
         for attempt in range(10):
             node = await self.client.find_coordinator(self.group_id)
             conn = await self.client.connection(node)
-            version = conn.version_for(_OFFSET_COMMIT, cap=9)
+            ids = self._topic_ids(by_topic)
+            version = conn.version_for(_OFFSET_COMMIT, cap=None if ids else _BY_NAME_MAX)
             request = OffsetCommitRequest(
                 group_id=self.group_id,
                 generation_id_or_member_epoch=generation if version >= 1 else -1,
                 member_id=member if version >= 1 else "",
                 group_instance_id=self.config["group.instance.id"] if version >= 7 else None,
                 topics=[
-                    OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
+                    # the name goes on the wire up to v9, the id from v10
+                    OffsetCommitRequest.OffsetCommitRequestTopic(
+                        name=t, topic_id=(ids or {}).get(t, _ZERO_UUID), partitions=p
+                    )
                     for t, p in by_topic.items()
                 ],
             )
@@ -355,6 +378,10 @@ class Consumer:
             if not codes:
                 return
             error = BrokerError(min(codes), f"OffsetCommit for {self.group_id}")
+            if error.name == "UNKNOWN_TOPIC_ID":  # our metadata is behind the broker's: look again
+                await self.client.refresh_metadata()
+                await asyncio.sleep(self.client.backoff.backoff_ms(attempt) / 1000)
+                continue
             if error.name not in _COMMIT_RETRY:
                 if error.name in (
                     "ILLEGAL_GENERATION",
@@ -369,16 +396,11 @@ class Consumer:
             await asyncio.sleep(self.client.backoff.backoff_ms(attempt) / 1000)
         raise error
 
-    async def committed(self, tps) -> dict[TopicPartition, int | None]:
-        tps = [tuple(tp) for tp in tps]
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in tps:
-            by_topic.setdefault(topic, []).append(partition)
-        for attempt in range(10):
-            node = await self.client.find_coordinator(self.group_id)
-            conn = await self.client.connection(node)
-            version = conn.version_for(_OFFSET_FETCH, cap=7)
-            request = OffsetFetchRequest(
+    def _offset_fetch(self, version: int, by_topic: dict[str, list[int]], ids) -> OffsetFetchRequest:
+        """v8+ (one group, with the member's id and epoch from v9 as Kafka's consumer sends them, topic
+        ids from v10) for the consumer protocol; the single-group form for the classic one."""
+        if version < 8:
+            return OffsetFetchRequest(
                 group_id=self.group_id,
                 require_stable=version >= 7,
                 topics=[
@@ -386,19 +408,62 @@ class Consumer:
                     for t, p in by_topic.items()
                 ],
             )
-            response = await conn.send(_OFFSET_FETCH, request, version=version)
-            codes = ({response.error_code} if version >= 2 else set()) | {
-                p.error_code for t in response.topics for p in t.partitions
-            }
+        member_id, member_epoch = None, -1
+        if isinstance(self.group, ConsumerGroupMember) and self.group.epoch > 0:
+            member_epoch, member_id = self.group.commit_generation
+        group = OffsetFetchRequest.OffsetFetchRequestGroup(
+            group_id=self.group_id,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            topics=[
+                OffsetFetchRequest.OffsetFetchRequestTopics(
+                    name=t, topic_id=(ids or {}).get(t, _ZERO_UUID), partition_indexes=p
+                )
+                for t, p in by_topic.items()
+            ],
+        )
+        return OffsetFetchRequest(groups=[group], require_stable=True)
+
+    async def committed(self, tps) -> dict[TopicPartition, int | None]:
+        tps = [tuple(tp) for tp in tps]
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        consumer_protocol = str(self.config["group.protocol"]).lower() == "consumer"
+        for attempt in range(10):
+            node = await self.client.find_coordinator(self.group_id)
+            conn = await self.client.connection(node)
+            ids = self._topic_ids(by_topic)
+            cap = None if ids else (_BY_NAME_MAX if consumer_protocol else 7)
+            version = conn.version_for(_OFFSET_FETCH, cap=cap)
+            response = await conn.send(
+                _OFFSET_FETCH, self._offset_fetch(version, by_topic, ids), version=version
+            )
+            if version >= 8:
+                group = response.groups[0]
+                names = {topic_id: name for name, topic_id in (ids or {}).items()}
+                topics = [
+                    (names.get(t.topic_id, t.name) if version >= 10 else t.name, t) for t in group.topics
+                ]
+                codes = {group.error_code}
+            else:
+                topics = [(t.name, t) for t in response.topics]
+                codes = {response.error_code} if version >= 2 else set()
+            codes |= {p.error_code for _, t in topics for p in t.partitions}
             codes.discard(0)
             if not codes:
                 return {
-                    (t.name, p.partition_index): (p.committed_offset if p.committed_offset >= 0 else None)
-                    for t in response.topics
+                    (name, p.partition_index): (p.committed_offset if p.committed_offset >= 0 else None)
+                    for name, t in topics
                     for p in t.partitions
                 }
             error = BrokerError(min(codes), f"OffsetFetch for {self.group_id}")
-            if error.name not in _COMMIT_RETRY | {"UNSTABLE_OFFSET_COMMIT"}:
+            if error.name == "UNKNOWN_TOPIC_ID":
+                await self.client.refresh_metadata()
+                await asyncio.sleep(self.client.backoff.backoff_ms(attempt) / 1000)
+                continue
+            # STALE_MEMBER_EPOCH (v9+): the next attempt carries the epoch the heartbeat brings
+            if error.name not in _COMMIT_RETRY | {"UNSTABLE_OFFSET_COMMIT", "STALE_MEMBER_EPOCH"}:
                 raise error
             self.client.forget_coordinator(self.group_id)
             await asyncio.sleep(self.client.backoff.backoff_ms(attempt) / 1000)

@@ -1,8 +1,14 @@
 """The producer's requests to the transaction and group coordinators: InitProducerId, AddPartitionsToTxn,
 AddOffsetsToTxn, TxnOffsetCommit, EndTxn. Each retries what the Java client retries (the coordinator
 moving or loading, CONCURRENT_TRANSACTIONS while the previous transaction completes) and raises
-BrokerError for the rest. Versions are capped at the last ones before transactions v2 (KIP-890 part 2),
-which this client does not speak."""
+BrokerError for the rest.
+
+Versions are capped at the last ones before transactions v2 (KIP-890 part 2): EndTxn v4, TxnOffsetCommit
+v4, AddPartitionsToTxn v3. The Java producer moves to EndTxn v5 (its answer carries the bumped epoch),
+TxnOffsetCommit v5 (no AddOffsetsToTxn) and Produce v12 (no AddPartitionsToTxn) together, and only when
+the cluster finalized ``transaction.version`` 2 (``TransactionManager.isTransactionV2Enabled``); this
+client keeps the v1 sequence, which every broker serves whatever its level (Kafka takes the transaction
+version from the request version: ``TransactionVersion.transactionVersionForEndTxn``)."""
 
 from __future__ import annotations
 
@@ -28,8 +34,8 @@ _ADD_OFFSETS = 25
 _END_TXN = 26
 _TXN_OFFSET_COMMIT = 28
 _ADD_PARTITIONS_CLIENT_MAX = 3  # v4+ is the brokers' batched form
-_END_TXN_V1_MAX = 4
-_TXN_OFFSET_COMMIT_V1_MAX = 4
+_END_TXN_V1_MAX = 4  # v5 bumps the epoch at every commit (transactions v2)
+_TXN_OFFSET_COMMIT_V1_MAX = 4  # v5 adds the offsets partition itself (transactions v2)
 
 _TRANSACTION_KEY = 1
 _GROUP_KEY = 0

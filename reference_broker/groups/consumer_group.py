@@ -16,17 +16,16 @@ same function that replays them on start). Within one heartbeat:
    gets the target partitions that no other member still holds (UNRELEASED_PARTITIONS until all are
    free, then STABLE). A partition is therefore never in two members' assignments at once.
 
-Regular expressions are resolved with Python's ``re`` (full match), where Kafka uses RE2/J; the two
-agree on ordinary patterns but not on backreferences or lookaround, which RE2/J rejects. Kafka resolves
+Regular expressions are read in RE2/J's syntax (``re2``: what RE2/J refuses, such as lookaround or
+backreferences, is INVALID_REGULAR_EXPRESSION with RE2/J's description) and matched in full with
+Python's ``re`` (script classes such as ``\\p{Greek}`` match nothing there). Kafka resolves
 them in the background (at most every 10 s) and bumps the epoch when the result arrives; here they are
 resolved during the heartbeat, so the bump comes with it."""
 
 from __future__ import annotations
 
 import base64
-import functools
 import logging
-import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,6 +51,7 @@ from .consumer_records import (
     TargetMember,
     TopicMetadata,
 )
+from .re2 import Re2SyntaxError, compile_re2
 
 __all__ = [
     "ConsumerGroup",
@@ -105,15 +105,12 @@ def _owns_any(owned: PartitionsIn | None, partitions: PartitionsIn) -> bool:
     return any(set(parts) & set(partitions.get(topic, ())) for topic, parts in owned.items())
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(regex: str) -> re.Pattern[str]:
-    return re.compile(regex)
-
-
 def resolve_regex(regex: str, topic_names: Iterable[str]) -> frozenset[str]:
+    """The topics a subscription's regular expression matches as a whole, in RE2/J's syntax
+    (``GroupMetadataManager`` compiles with ``com.google.re2j.Pattern`` and tests ``matches()``)."""
     try:
-        pattern = _compiled(regex)
-    except re.error:
+        pattern = compile_re2(regex)
+    except Re2SyntaxError:
         return frozenset()
     return frozenset(name for name in topic_names if pattern.fullmatch(name))
 
@@ -751,10 +748,11 @@ def _resolved_topics(group: ConsumerGroup, regex: str) -> frozenset[str]:
 
 
 def _invalid_regex(regex: str) -> str | None:
+    """What RE2/J says is wrong with ``regex`` (``PatternSyntaxException.getDescription``), or None."""
     try:
-        _compiled(regex)
-    except re.error as exc:
-        return str(exc)
+        compile_re2(regex)
+    except Re2SyntaxError as exc:
+        return exc.description
     return None
 
 

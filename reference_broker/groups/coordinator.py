@@ -12,8 +12,9 @@ import asyncio
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from uuid import UUID
 
 from kconform.codecs.errors import Errors
 
@@ -21,6 +22,7 @@ from ..internal_topics import CorruptInternalTopic
 from .classic import ClassicGroup, ClassicMember, GroupError, GroupState
 from .records import (
     GROUP_METADATA_KEY,
+    ZERO_UUID,
     OffsetCommitValue,
     RecordFormatError,
     decode_group_metadata_value,
@@ -63,6 +65,11 @@ class SyncOutcome:
 class CommittedOffset:
     value: OffsetCommitValue
     record_offset: int
+
+
+def _mismatched_topic_id(stored: UUID, expected: UUID) -> bool:
+    """``OffsetMetadataManager.isMismatchedTopicId``: both ids known and different."""
+    return stored != ZERO_UUID and expected != ZERO_UUID and stored != expected
 
 
 class GroupCoordinator:
@@ -708,10 +715,12 @@ class GroupCoordinator:
         api_version: int,
         producer: tuple[int, int] | None = None,
         transactional_id: str | None = None,
+        topic_ids: Mapping[str, UUID] | None = None,
     ) -> dict[tuple[str, int], int]:
         """Commit (topic, partition, offset, leader epoch, metadata) entries; the error per partition.
         With ``producer`` (id, epoch) the commit is transactional: written now, applied when the
-        producer's transaction commits."""
+        producer's transaction commits. ``topic_ids`` (OffsetCommit v10: topics named by id) are kept
+        with the offsets, as Kafka 4.1 keeps them (``OffsetAndMetadata.topicId``, KAFKA-19141)."""
         if not group_id:
             return {(t, p): Errors.INVALID_GROUP_ID for t, p, *_ in offsets}
         # KafkaApis answers partitions the cluster does not have before the coordinator sees the rest
@@ -735,6 +744,7 @@ class GroupCoordinator:
                     api_version=api_version,
                     producer=producer,
                     transactional_id=transactional_id,
+                    topic_ids=topic_ids,
                 ),
                 **unknown,
             }
@@ -757,7 +767,8 @@ class GroupCoordinator:
             if metadata is not None and len(metadata.encode()) > limit:
                 results[(topic, partition)] = Errors.OFFSET_METADATA_TOO_LARGE
             else:
-                value = OffsetCommitValue(offset, leader_epoch, metadata or "", now)
+                topic_id = (topic_ids or {}).get(topic, ZERO_UUID)
+                value = OffsetCommitValue(offset, leader_epoch, metadata or "", now, topic_id=topic_id)
                 accepted.append(((topic, partition), value))
                 results[(topic, partition)] = Errors.NONE
         if not accepted:
@@ -811,10 +822,17 @@ class GroupCoordinator:
         return any(g == group_id and t == tp for entries in self._pending_txn.values() for g, t, _ in entries)
 
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, *, require_stable: bool
+        self,
+        group_id: str,
+        topics: list[tuple[str, list[int]]] | None,
+        *,
+        require_stable: bool,
+        topic_ids: Mapping[str, UUID] | None = None,
     ) -> dict[tuple[str, int], tuple[int, int, str, int]]:
         """(offset, leader epoch, metadata, error) per partition; ``topics`` None means every
-        partition the group has offsets for."""
+        partition the group has offsets for. With ``topic_ids`` (OffsetFetch v10) an offset committed
+        under another id of the topic's name (the topic was deleted and created again) is no offset:
+        ``OffsetMetadataManager.fetchOffsets``, ``isOffsetInvalid`` (KAFKA-19154)."""
         committed = self.offsets.get(group_id, {})
         if topics is None:
             wanted = sorted(committed)
@@ -826,7 +844,8 @@ class GroupCoordinator:
                 result[tp] = (-1, -1, "", Errors.UNSTABLE_OFFSET_COMMIT)
                 continue
             entry = committed.get(tp)
-            if entry is None:
+            expected = (topic_ids or {}).get(tp[0], ZERO_UUID)
+            if entry is None or _mismatched_topic_id(entry.value.topic_id, expected):
                 result[tp] = (-1, -1, "", Errors.NONE)
             else:
                 v = entry.value

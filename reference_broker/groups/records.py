@@ -5,14 +5,19 @@ Every key starts with an int16 version that names the record type (0 and 1: an o
 metadata; 3 and above belong to the KIP-848 consumer groups, ``consumer_records``); every value starts
 with an int16 version of its own layout. A None value is a tombstone. Written: key version 1, offset
 commit value version 3 (version 1 when the commit has an expiry time), group metadata value version 3,
-as Kafka 4.0 writes them. Read: every version, including the flexible value version 4."""
+as Kafka 4.0 writes them; a commit that names its topic by id (OffsetCommit v10) is written as value
+version 4 with the id in tagged field 0, as Kafka 4.1 keeps it (KAFKA-19141,
+``GroupCoordinatorRecordHelpers.newOffsetCommitRecord``), so OffsetFetch v10 can tell a recreated
+topic's offsets apart. Read: every version, including the flexible value version 4 and its topic id."""
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from kconform.codecs._primitives import read_uvarint
+from kconform.codecs._primitives import uvarint_bytes as _uvarint
 
 __all__ = [
     "GroupMetadataValue",
@@ -32,6 +37,8 @@ __all__ = [
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+ZERO_UUID = UUID(int=0)
+_TOPIC_ID_TAG = 0  # OffsetCommitValue.topicId: taggedVersions 4+, tag 0
 
 
 class RecordFormatError(ValueError):
@@ -45,6 +52,7 @@ class OffsetCommitValue:
     metadata: str = ""
     commit_timestamp: int = -1
     expire_timestamp: int = -1
+    topic_id: UUID = ZERO_UUID  # the topic's id when the commit named it by id (OffsetCommit v10+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,15 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     if value.expire_timestamp >= 0:  # only version 1 carries an expiry
         w = _Writer(1).i64(value.offset).string(value.metadata)
         return w.i64(value.commit_timestamp).i64(value.expire_timestamp).done()
+    if value.topic_id != ZERO_UUID:
+        # version 4: flexible (compact string, tagged fields); the id is written as it differs from
+        # its default
+        metadata = value.metadata.encode()
+        w = _Writer(4).i64(value.offset).i32(value.leader_epoch)
+        w.out += _uvarint(len(metadata) + 1) + metadata
+        w.i64(value.commit_timestamp)
+        w.out += _uvarint(1) + _uvarint(_TOPIC_ID_TAG) + _uvarint(16) + value.topic_id.bytes
+        return w.done()
     w = _Writer(3).i64(value.offset).i32(value.leader_epoch).string(value.metadata)
     return w.i64(value.commit_timestamp).done()
 
@@ -180,14 +197,22 @@ class _Reader:
         n = self._length(True)
         return b"" if n < 0 else self._raw(n)
 
-    def skip_tags(self) -> None:
+    def skip_tags(self) -> dict[int, bytes]:
+        """Read past a flexible version's tagged fields; returns them by tag."""
+        tags: dict[int, bytes] = {}
         if not self.flexible:
-            return
-        count, self.pos = read_uvarint(self.data, self.pos)
-        for _ in range(count):
-            _tag, self.pos = read_uvarint(self.data, self.pos)
-            size, self.pos = read_uvarint(self.data, self.pos)
-            self._raw(size)
+            return tags
+        try:
+            count, self.pos = read_uvarint(self.data, self.pos)
+            for _ in range(count):
+                tag, self.pos = read_uvarint(self.data, self.pos)
+                size, self.pos = read_uvarint(self.data, self.pos)
+                tags[tag] = self._raw(size)
+        except RecordFormatError:
+            raise
+        except Exception as exc:
+            raise RecordFormatError(f"{self.what}: bad tagged fields at byte {self.pos}") from exc
+        return tags
 
 
 def key_version(key: bytes | None) -> int:
@@ -218,8 +243,9 @@ def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
     metadata = r.string() or ""
     commit_timestamp = r.i64()
     expire = r.i64() if version == 1 else -1
-    r.skip_tags()
-    return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire)
+    raw_id = r.skip_tags().get(_TOPIC_ID_TAG)
+    topic_id = UUID(bytes=raw_id) if raw_id is not None and len(raw_id) == 16 else ZERO_UUID
+    return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire, topic_id)
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:

@@ -6,7 +6,12 @@ INVALID_REQUEST at v0) and the one this listener serves (brokers; asking a broke
 MISMATCHED_ENDPOINT_TYPE); on error every other field keeps its default. A KRaft broker names a live
 broker as the controller (clients cannot reach KRaft controllers through it). Cluster authorized
 operations are filled only when asked for: with no authorizer, every operation on CLUSTER.
-v2 (include_fenced_brokers) is not in the message definitions the codecs are built from."""
+
+v2 (KIP-1073) lists fenced brokers too when asked (include_fenced_brokers) and marks each broker's
+is_fenced: ``handleDescribeCluster`` walks ``metadataCache.getBrokerNodes`` and keeps a node when
+``!node.isFenced || includeFencedBrokers``, so before v2 (where the flag is false) only unfenced brokers
+are listed. This node is the cluster and is never fenced while it answers, so every version lists it,
+unfenced."""
 
 from __future__ import annotations
 
@@ -40,10 +45,14 @@ async def describe_cluster(broker, ctx, request) -> DescribeClusterResponse:
             ),
         )
     host, port = broker.advertised_address
-    brokers = [  # this node is the whole cluster until replication lands
+    include_fenced = ctx.api_version >= 2 and request.include_fenced_brokers
+    nodes = [(broker.node_id, host, port, broker.config["broker.rack"], False)]  # the whole cluster
+    brokers = [
         DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=broker.node_id, host=host, port=port, rack=broker.config["broker.rack"]
+            broker_id=node_id, host=h, port=p, rack=rack, is_fenced=fenced
         )
+        for node_id, h, p, rack, fenced in nodes
+        if not fenced or include_fenced
     ]
     return DescribeClusterResponse(
         endpoint_type=BROKER_ENDPOINTS,

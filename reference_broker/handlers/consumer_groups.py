@@ -3,9 +3,13 @@
 Glue only: the decisions are ``groups.consumer_group``'s. A heartbeat's records are written to the
 group's ``__consumer_offsets`` partition first and applied to the group after, so a failed write
 changes nothing; then its timers are set (session expiry, and the rebalance timeout of a member that
-must give partitions up). Version 1 of the heartbeat (regular expressions, member ids chosen by the
-client) is marked unstable in this snapshot of the definitions but is the one Kafka 4.0 released and
-librdkafka needs, so it is offered."""
+must give partitions up). Version 1 of the heartbeat (regular expressions in RE2/J's syntax, member ids
+chosen by the client) is the one Kafka 4.0 released; it is served in full.
+
+ConsumerGroupDescribe v1 (KIP-1099) adds each member's type, ``ConsumerGroupMember
+.asConsumerGroupDescribeMember``: 0 for a member that joined with the classic protocol, 1 for one that
+uses the consumer protocol. Classic members do not join consumer groups here (Kafka's upgrade path is
+not implemented), so every member is 1."""
 
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ from . import handles
 log = logging.getLogger(__name__)
 
 _GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))  # READ, DELETE, DESCRIBE: all, with no authorizer
+_CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1 MemberType: 0 classic protocol, 1 consumer protocol
 _UNSET_OPERATIONS = -(2**31)
 
 # How Kafka's coordinator reports a failed write of the group's records.
@@ -247,6 +252,7 @@ def _described(group: ConsumerGroup, names: dict[UUID, str], assignor: str, oper
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=assignment(m.assigned),
                 target_assignment=assignment(group.target.get(m.member_id, {})),
+                member_type=_CONSUMER_MEMBER,
             )
             for m in group.members.values()
         ],

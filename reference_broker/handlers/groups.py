@@ -167,17 +167,22 @@ async def leave_group(broker, ctx, request) -> LeaveGroupResponse:
 def _described(broker, group_id: str, version: int, include_operations: bool):
     group = broker.group_coordinator.groups.get(group_id)
     operations = _ALL_GROUP_OPERATIONS if include_operations else _UNSET_OPERATIONS
-    if group is None:
-        # Kafka describes an unknown group as Dead with no error at these versions.
-        return DescribeGroupsResponse.DescribedGroup(
-            error_code=Errors.NONE,
-            group_id=group_id,
-            group_state=GroupState.DEAD.value,
-            protocol_type="",
-            protocol_data="",
-            authorized_operations=operations,
-        )
-    if not isinstance(group, ClassicGroup):
+    if group is None or not isinstance(group, ClassicGroup):
+        # GroupMetadataManager.describeGroups: classicGroup() throws GroupIdNotFoundException for a
+        # group that does not exist or is not a classic one. From v6 (KIP-1043) that is
+        # GROUP_ID_NOT_FOUND with the exception's message; before, a Dead group with no error (whose
+        # authorized operations KafkaApis then fills, as for any group without an error).
+        if version >= 6:
+            reason = "not found" if group is None else "is not a classic group"
+            return DescribeGroupsResponse.DescribedGroup(
+                error_code=Errors.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {group_id} {reason}.",
+                group_id=group_id,
+                group_state=GroupState.DEAD.value,
+                protocol_type="",
+                protocol_data="",
+                authorized_operations=_UNSET_OPERATIONS,
+            )
         return DescribeGroupsResponse.DescribedGroup(
             error_code=Errors.NONE,
             group_id=group_id,

@@ -16,7 +16,9 @@ Kafka's rules:
 - DescribeLogDirs (ReplicaManager.describeLogDirs): every configured log dir by absolute path with its file
   store's total and usable bytes, and the size of each asked-for partition in it (topics null: all); offset
   lag is max(high watermark - log end offset, 0), never a future replica; topics with no partition left
-  are dropped.
+  are dropped. v5 (KIP-1066, Kafka 4.3) adds is_cordoned: true for a directory the broker's
+  ``cordoned.log.dirs`` names (``ServerLogConfigs.CORDONED_LOG_DIRS_CONFIG``; no new replicas go there).
+  This broker has no such setting (as a 4.3 broker with it unset), so every directory answers false.
 - DescribeProducers (KafkaApis.handleDescribeProducersRequest, UnifiedLog.activeProducers): an illegal
   topic name INVALID_TOPIC_EXCEPTION and an unknown topic UNKNOWN_TOPIC_OR_PARTITION (with Kafka's
   messages) for each partition asked for; an unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION;
@@ -169,6 +171,7 @@ def _log_dir_result(broker, log_dir: str, wanted: set[tuple[str, int]] | None):
         ],
         total_bytes=stats.f_blocks * stats.f_frsize,
         usable_bytes=stats.f_bavail * stats.f_frsize,
+        is_cordoned=False,  # no cordoned.log.dirs here
     )
 
 

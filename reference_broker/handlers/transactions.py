@@ -5,8 +5,18 @@ The decisions are the transaction coordinator's; this module reads the request s
 answers. As ``KafkaApis`` does, PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for clients too old to
 know it (InitProducerId before v4; AddPartitionsToTxn, AddOffsetsToTxn and EndTxn before v2).
 
-EndTxn v5 and AddPartitionsToTxn v5 belong to transaction version 2 (KIP-890 part 2: an epoch bump at
-every commit), which this coordinator does not run; they are not offered, so clients use v4."""
+Transactions v2 (KIP-890 part 2). A Kafka broker offers EndTxn v5 and AddPartitionsToTxn v5 whatever
+its finalized ``transaction.version`` (nothing in ``ApiVersionsResponse`` or ``DefaultApiVersionManager``
+looks at it; the Java producer is the one that stays at EndTxn v4 unless the cluster finalized level 2,
+``TransactionManager.isTransactionV2Enabled``), and the coordinator takes the client's transaction
+version from the request version, not from the feature: ``KafkaApis.handleEndTxnRequest`` passes
+``TransactionVersion.transactionVersionForEndTxn`` (v5 is TV_2) and ``handleAddPartitionsToTxnRequest``
+``transactionVersionForAddPartitionsToTxn`` (v4 and v5, the brokers' form, are TV_2). So this broker,
+whose cluster level is below 1, answers these versions exactly as Kafka does at any level: EndTxn v5
+runs ``TransactionCoordinator.endTransaction``'s v2 rules and its answer carries the producer id and
+epoch. AddPartitionsToTxn v5 is v4 with TRANSACTION_ABORTABLE in its vocabulary: the handler is the same
+(the version matters only to the broker that sent it, ``AddPartitionsToTxnManager``). InitProducerId v6
+(two-phase commit, KIP-939) is unstable in Kafka 4.3 and not served."""
 
 from __future__ import annotations
 
@@ -20,6 +30,7 @@ from kconform.codecs.messages import (
     ListTransactionsResponse,
 )
 
+from ..groups.re2 import Re2SyntaxError, compile_re2
 from ..transactions.coordinator import ProducerIdAndEpoch, TxnError
 from ..transactions.metadata import TxnState
 from . import handles
@@ -33,7 +44,7 @@ def _fenced_for_old(code: int, version: int, first_new_version: int) -> int:
     return code
 
 
-@handles(22)
+@handles(22, max_version=5)  # v6 (KIP-939, two-phase commit) is unstable in Kafka 4.3: no release offers it
 async def init_producer_id(broker, ctx, request) -> InitProducerIdResponse:
     version = ctx.api_version
     if request.transactional_id is None:
@@ -72,26 +83,34 @@ def _topic_results(partitions: dict[tuple[str, int], int]) -> list:
 def _add_partitions(broker, version: int, txn_id, producer_id, producer_epoch, verify_only, topics) -> list:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.transaction_coordinator
-    if verify_only:
-        return _topic_results(coordinator.verify_partitions(txn_id, producer_id, producer_epoch, set(wanted)))
     unknown = {tp for tp in wanted if broker.partition(*tp) is None}
     if unknown:
-        # Any unknown partition fails the whole transaction's request; the others were not attempted.
+        # Any unknown partition fails the whole transaction's request; the others were not attempted
+        # (checked before the verify-only branch, as handleAddPartitionsToTxnRequest does).
         return _topic_results(
             {
                 tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED
                 for tp in wanted
             }
         )
+    if verify_only:
+        # handleVerifyPartitionsInTransaction's answer goes back as it is: TRANSACTION_ABORTABLE for a
+        # partition outside the transaction (the sending broker translates it for old producers).
+        return _topic_results(
+            coordinator.verify_partitions_in_transaction(txn_id, producer_id, producer_epoch, set(wanted))
+        )
     try:
-        coordinator.add_partitions(txn_id, producer_id, producer_epoch, set(wanted))
+        # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4 and above are TV_2.
+        coordinator.add_partitions(
+            txn_id, producer_id, producer_epoch, set(wanted), transaction_version=2 if version > 3 else 0
+        )
         code = Errors.NONE
     except TxnError as exc:
         code = _fenced_for_old(exc.code, version, 2)
     return _topic_results(dict.fromkeys(wanted, code))
 
 
-@handles(24, max_version=4)
+@handles(24)
 async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnResponse:
     version = ctx.api_version
     if version < 4:
@@ -134,16 +153,26 @@ async def add_offsets_to_txn(broker, ctx, request) -> AddOffsetsToTxnResponse:
     return AddOffsetsToTxnResponse(error_code=code)
 
 
-@handles(26, max_version=4)
+@handles(26)
 async def end_txn(broker, ctx, request) -> EndTxnResponse:
+    version = ctx.api_version
     try:
-        broker.transaction_coordinator.end_txn(
-            request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+        # KafkaApis.handleEndTxnRequest: TransactionVersion.transactionVersionForEndTxn, v5 is TV_2.
+        result = broker.transaction_coordinator.end_txn(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            request.committed,
+            transaction_version=2 if version > 4 else 0,
         )
-        code = Errors.NONE
     except TxnError as exc:
-        code = _fenced_for_old(exc.code, ctx.api_version, 2)
-    return EndTxnResponse(error_code=code)
+        return EndTxnResponse(
+            error_code=_fenced_for_old(exc.code, version, 2), producer_id=-1, producer_epoch=-1
+        )
+    # v5 carries the producer id and epoch for the next transaction (the bumped ones)
+    return EndTxnResponse(
+        error_code=Errors.NONE, producer_id=result.producer_id, producer_epoch=result.producer_epoch
+    )
 
 
 @handles(65)
@@ -185,6 +214,16 @@ async def describe_transactions(broker, ctx, request) -> DescribeTransactionsRes
 
 @handles(66)
 async def list_transactions(broker, ctx, request) -> ListTransactionsResponse:
+    version = ctx.api_version
+    pattern = request.transactional_id_pattern if version >= 2 else None
+    if pattern:
+        # TransactionStateManager.listTransactionStates compiles it with RE2/J and throws
+        # InvalidRegularExpression; the request fails as a whole (ListTransactionsRequest
+        # .getErrorResponse: the error code and nothing else).
+        try:
+            compile_re2(pattern)
+        except Re2SyntaxError:
+            return ListTransactionsResponse(error_code=Errors.INVALID_REGULAR_EXPRESSION)
     known, unknown = set(), []
     for name in request.state_filters:
         state = TxnState.from_name(name)
@@ -195,8 +234,8 @@ async def list_transactions(broker, ctx, request) -> ListTransactionsResponse:
     if unknown and not known:
         # Kafka lists nothing when every filter names an unknown state.
         return ListTransactionsResponse(error_code=Errors.NONE, unknown_state_filters=unknown)
-    duration = request.duration_filter if ctx.api_version >= 1 else -1
-    listed = broker.transaction_coordinator.list(known, set(request.producer_id_filters), duration)
+    duration = request.duration_filter if version >= 1 else -1
+    listed = broker.transaction_coordinator.list(known, set(request.producer_id_filters), duration, pattern)
     return ListTransactionsResponse(
         error_code=Errors.NONE,
         unknown_state_filters=unknown,

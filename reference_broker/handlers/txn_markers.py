@@ -1,9 +1,16 @@
-"""WriteTxnMarkers (key 27, v0-1): a transaction coordinator asks this leader to write COMMIT or ABORT
+"""WriteTxnMarkers (key 27): a transaction coordinator asks this leader to write COMMIT or ABORT
 markers (``KafkaApis.handleWriteTxnMarkersRequest``). Each marker is written to its partitions with
 ``write_txn_markers``; errors are per partition (UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, and the
 producer state's INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED). Kafka collects the results in
 a map keyed by producer id, so the response has one result per producer id: markers of the same producer
-are merged (a partition named twice keeps the last answer), and a marker naming no partition has none."""
+are merged (a partition named twice keeps the last answer), and a marker naming no partition has none.
+
+v2 (KIP-1228) gives each marker the transaction version of the transaction it ends; Kafka hands it to
+the append (``replicaManager.appendRecords(..., transactionVersion = marker.transactionVersion)``, and to
+``groupCoordinator.completeTransaction`` for ``__consumer_offsets``), where from version 2 on a marker's
+producer epoch must be above the producer's (``ProducerAppendInfo.appendEndTxnMarker``: the epoch was
+bumped when the transaction ended). v1 markers are read as version 0
+(``WriteTxnMarkersRequest.markers``: the ignorable field is 0 there)."""
 
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ R = WriteTxnMarkersResponse
 async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
     by_producer: dict[int, dict[tuple[str, int], int]] = {}
     for marker in request.markers:
+        transaction_version = marker.transaction_version if ctx.api_version >= 2 else 0
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
         if not wanted:
             continue
@@ -29,6 +37,7 @@ async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
             coordinator_epoch=marker.coordinator_epoch,
             commit=marker.transaction_result,
             partitions=wanted,
+            transaction_version=transaction_version,
         )
         by_producer.setdefault(marker.producer_id, {}).update(codes)
     return WriteTxnMarkersResponse(markers=[_result(pid, codes) for pid, codes in by_producer.items()])

@@ -52,6 +52,11 @@ class TxnMetadata:
     start_ms: int = -1
     last_producer_id: int = -1
     last_producer_epoch: int = -1
+    # The transaction version of the client's last transition (Kafka's clientTransactionVersion): 2
+    # after an EndTxn v5 or an AddPartitionsToTxn v4+, which is what Kafka decides from the request
+    # version (``TransactionVersion.transactionVersionForEndTxn``/``ForAddPartitionsToTxn``). Not in
+    # the log: this coordinator writes value version 0, as a cluster below transaction.version 1 does.
+    client_transaction_version: int = 0
 
     @property
     def epoch_exhausted(self) -> bool:

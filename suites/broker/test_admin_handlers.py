@@ -28,6 +28,7 @@ from kconform.codecs.messages import (
     ProduceRequest,
 )
 from kconform.codecs.records import Record, encode_batch
+from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
 from .rawclient import RawClient
@@ -149,13 +150,21 @@ class AdminTestClient(RawClient):
         return out.error_code, out.leader_epoch, out.end_offset
 
 
-def run(tmp_path, scenario: Callable[[RawClient, BrokerNode], Awaitable[object]], **overrides: str):
-    """Start a node on a free port with ``overrides``, run the scenario with a raw client, stop it."""
+def run(
+    tmp_path,
+    scenario: Callable[[RawClient, BrokerNode], Awaitable[object]],
+    *,
+    kafka_version: str | None = None,
+    **overrides: str,
+):
+    """Start a node on a free port with ``overrides`` (answering as ``kafka_version``, default the
+    newest release the codecs cover), run the scenario with a raw client, stop it."""
 
     async def main():
         props = {"node.id": "1", "log.dirs": str(tmp_path / "data")}
         props.update(overrides)
-        node = BrokerNode.from_config_file(None, props)
+        release = kafka_release(kafka_version) if kafka_version else None
+        node = BrokerNode.from_config_file(None, props, kafka_release=release)
         host, port = await node.start("127.0.0.1", 0)
         try:
             reader, writer = await asyncio.open_connection(host, port)
@@ -594,6 +603,22 @@ def test_describe_cluster_endpoint_types(tmp_path):
     assert (unknown.cluster_id, unknown.controller_id, unknown.brokers) == ("", -1, [])
 
 
+def test_describe_cluster_v2_marks_brokers_fenced_or_not(tmp_path):
+    """KafkaApis.handleDescribeCluster (KIP-1073): a broker is listed when ``!node.isFenced ||
+    includeFencedBrokers``, with is_fenced from v2. This node answers, so it is not fenced: listed with
+    is_fenced false whether fenced brokers are asked for or not."""
+
+    async def scenario(client, node):
+        return [
+            await client.call(60, 2, DescribeClusterRequest(include_fenced_brokers=flag))
+            for flag in (False, True)
+        ]
+
+    for answer in run(tmp_path, scenario):
+        assert answer.error_code == Errors.NONE
+        assert [(b.broker_id, b.is_fenced) for b in answer.brokers] == [(1, False)]
+
+
 # ---- DeleteRecords --------------------------------------------------------------------------------
 
 
@@ -812,6 +837,18 @@ def test_describe_log_dirs_only_the_partitions_asked_for(tmp_path):
     assert none.results[0].topics == []
 
 
+def test_describe_log_dirs_v5_says_whether_a_dir_is_cordoned(tmp_path):
+    """DescribeLogDirs v5 (KIP-1066, Kafka 4.3): is_cordoned per log dir, true only for the dirs
+    ``cordoned.log.dirs`` names (ServerLogConfigs.CORDONED_LOG_DIRS_CONFIG). This broker has no such
+    setting, as a Kafka 4.3 broker with it unset: every dir answers false."""
+
+    async def scenario(client, node):
+        return await client.call(35, 5, DescribeLogDirsRequest(topics=None))
+
+    answer = run(tmp_path, scenario, kafka_version="4.3")
+    assert [(r.error_code, r.is_cordoned) for r in answer.results] == [(Errors.NONE, False)]
+
+
 # ---- real clients ---------------------------------------------------------------------------------
 
 
@@ -947,14 +984,23 @@ def test_every_version_of_the_admin_apis_is_answered(tmp_path):
         answers = {}
         for api_key, body in requests():
             low, high = api_schema(api_key).valid_versions
-            answers[api_key] = []
+            answers[api_key] = {}
             for version in range(low, high + 1):
+                if not node.dispatcher.serves(api_key, version):
+                    continue
                 if api_key == 32:
                     body.include_synonyms = version >= 1
-                answers[api_key].append(await client.call(api_key, version, body))
+                answers[api_key][version] = await client.call(api_key, version, body)
         return answers
 
-    answers = run(tmp_path, scenario)
+    # Kafka 3.9 serves the versions 4.0 removed; the default release the newest ones but DescribeLogDirs
+    # v5, which is Kafka 4.3's
+    old, new = run(tmp_path / "3.9", scenario, kafka_version="3.9"), run(tmp_path / "new", scenario)
+    newest = run(tmp_path / "4.3", scenario, kafka_version="4.3")
+    answers = {key: list({**old[key], **new[key], **newest[key]}.values()) for key in old}
+    for key, by_version in answers.items():
+        low, high = api_schema(key).valid_versions
+        assert len(by_version) == high - low + 1, f"{api_schema(key).name}: some version never served"
     assert all(r.error_code == 0 and len(r.configs) > 30 for r in (x.results[0] for x in answers[32]))
     assert all(x.responses[0].error_code == 0 for x in answers[33] + answers[44])
     assert all(x.error_code == 0 and x.controller_id == 1 for x in answers[60])

@@ -14,6 +14,7 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
+    DescribeGroupsRequest,
     OffsetCommitRequest,
 )
 from kconform.reference_broker.groups.assignors import range_assign, uniform_assign
@@ -320,3 +321,118 @@ def test_consumer_groups_are_read_back_after_a_restart(tmp_path):
     assert summary(after) == summary(before)
     assert before.group_epoch == 2 and len(before.members) == 2
     assert beat.error_code == Errors.NONE
+
+
+# ---- ConsumerGroupDescribe v1, DescribeGroups v6, RE2/J subscriptions -------------------------------------
+
+
+def test_consumer_group_describe_v1_gives_each_member_its_type(tmp_path):
+    """ConsumerGroupMember.asConsumerGroupDescribeMember (KIP-1099): MemberType 1 for a member on the
+    consumer protocol (0 for a classic member, which does not join consumer groups here); v0 has no
+    such field (its default, -1, is what a v0 reader sees)."""
+
+    async def scenario(c: Cluster):
+        await c.client.call(HEARTBEAT, 1, join())
+        request = ConsumerGroupDescribeRequest(group_ids=["cg"])
+        return (
+            (await c.client.call(DESCRIBE, 1, request)).groups[0].members,
+            (await c.client.call(DESCRIBE, 0, request)).groups[0].members,
+        )
+
+    v1, v0 = run(tmp_path, scenario)
+    assert [m.member_type for m in v1] == [1]
+    assert [m.member_type for m in v0] == [-1]
+
+
+def test_describe_groups_v6_says_a_consumer_group_is_not_a_classic_group(tmp_path):
+    """GroupMetadataManager.describeGroups uses classicGroup(), whose GroupIdNotFoundException for a
+    consumer group reads "Group %s is not a classic group."; v6 answers it as GROUP_ID_NOT_FOUND."""
+
+    async def scenario(c: Cluster):
+        await c.client.call(HEARTBEAT, 1, join())
+        body = await c.client.call(15, 6, DescribeGroupsRequest(groups=["cg"]))
+        return body.groups[0]
+
+    described = run(tmp_path, scenario)
+    assert (described.error_code, described.error_message, described.group_state) == (
+        Errors.GROUP_ID_NOT_FOUND,
+        "Group cg is not a classic group.",
+        "Dead",
+    )
+
+
+def test_subscription_regexes_are_re2j(tmp_path):
+    """GroupMetadataManager compiles a new SubscribedTopicRegex with com.google.re2j.Pattern
+    (Utils.throwIfRegularExpressionIsInvalid): what RE2/J refuses is INVALID_REGULAR_EXPRESSION with
+    "SubscribedTopicRegex `%s` is not a valid regular expression: %s." and RE2/J's description, even
+    where java.util.regex or Python would take it (lookaround, backreferences, possessive repeats); RE2's
+    own syntax (\\Q...\\E, POSIX classes) resolves, and a topic matches only as a whole."""
+
+    async def scenario(c: Cluster):
+        refused = {}
+        for regex in ("(?=t).*", "(t)\\1", "t*+", "t(", "\\Z"):
+            body = await c.client.call(
+                HEARTBEAT, 1, join(subscribed_topic_names=None, subscribed_topic_regex=regex)
+            )
+            refused[regex] = (body.error_code, body.error_message)
+        member = await c.client.call(
+            HEARTBEAT, 1, join(subscribed_topic_names=None, subscribed_topic_regex="\\Qt\\E|[[:digit:]]+")
+        )
+        described = await c.client.call(DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=["cg"]))
+        return refused, member.error_code, described.groups[0].members[0]
+
+    refused, joined, member = run(tmp_path, scenario)
+    message = "SubscribedTopicRegex `{}` is not a valid regular expression: {}."
+    why = {
+        "(?=t).*": "invalid or unsupported Perl syntax",
+        "(t)\\1": "invalid escape sequence",
+        "t*+": "invalid nested repetition operator",
+        "t(": "missing closing )",
+        "\\Z": "invalid escape sequence",
+    }
+    assert refused == {r: (Errors.INVALID_REGULAR_EXPRESSION, message.format(r, d)) for r, d in why.items()}
+    assert joined == Errors.NONE
+    assert [(t.topic_name, t.partitions) for t in member.assignment.topic_partitions] == [("t", [0, 1])]
+
+
+RE2J_SYNTAX = {
+    # pattern: RE2/J's PatternSyntaxException.getDescription, or the names it matches in full
+    "(?<=a)b": "invalid named capture",  # RE2/J's Parser.parsePerlFlags reads (?< as a named group
+    "(?P<n>a)(?P<n>b)": "duplicate capture group name",
+    "(?x)a": "invalid or unsupported Perl syntax",
+    "a**": "invalid nested repetition operator",
+    "a{2}*": "invalid nested repetition operator",
+    "a{*": "invalid nested repetition operator",  # RE2/J counts a literal '{' as a repeat here
+    "*a": "missing argument to repetition operator",
+    "a|*b": "missing argument to repetition operator",
+    "a{1001}": "invalid repeat count",
+    "a)": "regexp/syntax: internal error",  # RE2/J's "stack underflow"
+    "[a": "missing closing ]",
+    "[z-a]": "invalid character class range",
+    "[[:nope:]]": "invalid character class range",
+    "\\p{Nope}": "invalid character class range",
+    "[\\b]": "invalid escape sequence",
+    "\\8": "invalid escape sequence",
+    "\\C": "invalid escape sequence",
+    "a\\": "trailing backslash at end of expression",
+    "a{01}": ["a{01}"],  # not a repeat: a literal
+    "t$": ["t"],  # $ is the end of the text, not before a final newline
+    "(?i)ORDERS-\\d+": ["orders-1", "Orders-22"],
+    "\\Qa.b\\E": ["a.b"],
+    "[[:alpha:]]+\\z": ["axb", "t", "orders", "payments"],
+    "a*?|pay(?U:.*)s": ["", "payments"],
+}
+
+
+def test_re2j_syntax():
+    """RE2/J 1.8's Parser (what Kafka's coordinators compile with): its errors, and matches() in full."""
+    from kconform.reference_broker.groups.re2 import Re2SyntaxError, compile_re2
+
+    names = ["", "a.b", "axb", "a{01}", "t", "t\n", "orders", "orders-1", "Orders-22", "payments"]
+    for pattern, expected in RE2J_SYNTAX.items():
+        try:
+            compiled = compile_re2(pattern)
+        except Re2SyntaxError as exc:
+            assert exc.description == expected, pattern
+            continue
+        assert [n for n in names if compiled.fullmatch(n)] == expected, pattern

@@ -25,11 +25,13 @@ from hypothesis import strategies as st
 
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
+    AddOffsetsToTxnRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
+    InitProducerIdRequest,
     JoinGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
@@ -59,6 +61,7 @@ from .rawclient import RawClient
 HEARTBEAT, DESCRIBE = 68, 69
 OFFSET_COMMIT, OFFSET_FETCH, JOIN, LIST_GROUPS, DELETE_GROUPS = 8, 9, 11, 16, 42
 CREATE_TOPICS, CREATE_PARTITIONS, OFFSET_DELETE, TXN_OFFSET_COMMIT = 19, 37, 47, 28
+INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN = 22, 25
 TOPICS = [uuid.UUID(int=i + 1) for i in range(4)]
 MEMBERS = [f"m{i}" for i in range(7)]
 
@@ -851,11 +854,25 @@ def test_offset_apis_check_the_member_epoch(tmp_path):
             "outside": await env.commit("", -1),
             "old_version": await env.commit("a", a.member_epoch, version=8),
         }
+        # The transaction must hold the offsets partition first: Kafka verifies that before the group
+        # rules (CoordinatorPartitionWriter.maybeStartTransactionVerification).
+        init = InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60_000)
+        for _ in range(20):
+            producer = await env.client.call(INIT_PRODUCER_ID, 4, init)
+            if producer.error_code != Errors.COORDINATOR_NOT_AVAILABLE:
+                break
+        add = AddOffsetsToTxnRequest(
+            transactional_id="tx",
+            producer_id=producer.producer_id,
+            producer_epoch=producer.producer_epoch,
+            group_id="cg",
+        )
+        assert (await env.client.call(ADD_OFFSETS_TO_TXN, 3, add)).error_code == Errors.NONE
         txn = TxnOffsetCommitRequest(
             transactional_id="tx",
             group_id="cg",
-            producer_id=1,
-            producer_epoch=0,
+            producer_id=producer.producer_id,
+            producer_epoch=producer.producer_epoch,
             topics=[
                 TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
                     name="t",

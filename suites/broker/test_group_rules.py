@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import uuid
 from dataclasses import dataclass
 
 from kconform.codecs.errors import Errors
@@ -14,6 +15,7 @@ from kconform.codecs.messages import (
     ConsumerProtocolSubscription,
     CreateTopicsRequest,
     DeleteGroupsRequest,
+    DeleteTopicsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -25,9 +27,13 @@ from kconform.codecs.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
 from .rawclient import RawClient
+
+ZERO = uuid.UUID(int=0)
+DELETE_TOPICS = 20
 
 FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, LIST = 10, 11, 12, 13, 14, 15, 16
 OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUPS, OFFSET_DELETE, CREATE_TOPICS = 8, 9, 42, 47, 19
@@ -159,11 +165,12 @@ class Cluster:
         }
 
 
-def run(tmp_path, scenario, **overrides: str):
+def run(tmp_path, scenario, *, kafka_version: str | None = None, **overrides: str):
     async def main():
         props = {"node.id": "1", "log.dirs": str(tmp_path / "data"), **FAST}
         props.update(overrides)
-        node = BrokerNode.from_config_file(None, props)
+        release = kafka_release(kafka_version) if kafka_version else None
+        node = BrokerNode.from_config_file(None, props, kafka_release=release)
         host, port = await node.start("127.0.0.1", 0)
         client = await RawClient.connect(host, port)
         try:
@@ -600,3 +607,162 @@ def test_an_empty_consumer_group_joined_classically_is_erased_from_the_log_first
     classic = [i for i, (kind, _) in enumerate(records) if kind == 2]
     assert group_epoch and records[group_epoch[-1]][1], "the consumer group's epoch record was not tombstoned"
     assert classic and classic[0] > group_epoch[-1]
+
+
+# ---- OffsetCommit v10 / OffsetFetch v10: topics by id (KIP-848) ---------------------------------------
+
+
+def _by_id(topic_id, offsets: dict[int, int]):
+    return OffsetCommitRequest.OffsetCommitRequestTopic(
+        topic_id=topic_id,
+        partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=o)
+            for p, o in offsets.items()
+        ],
+    )
+
+
+def _fetch_by_id(group: str, topics):
+    return OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group,
+                topics=None
+                if topics is None
+                else [
+                    OffsetFetchRequest.OffsetFetchRequestTopics(topic_id=t, partition_indexes=list(parts))
+                    for t, parts in topics
+                ],
+            )
+        ]
+    )
+
+
+def test_offset_commit_v10_names_topics_by_id(tmp_path):
+    """KafkaApis.handleOffsetCommitRequest at v10 (OffsetCommitResponse.useTopicIds): each topic's name
+    comes from metadataCache.getTopicName; an id no topic has (the zero id too) is UNKNOWN_TOPIC_ID for
+    all its partitions, a partition the topic lacks UNKNOWN_TOPIC_OR_PARTITION. The answer names topics
+    by id (OffsetCommitResponse.TopicIdBuilder): those errors first, then the coordinator's answer merged
+    in, so a topic with an unknown partition gets its committed ones appended to the same entry."""
+    unknown_id = uuid.UUID(int=12345)
+
+    async def scenario(c: Cluster):
+        t = c.node.topics.get("t").topic_id
+        request = OffsetCommitRequest(
+            group_id="g",
+            topics=[_by_id(t, {0: 5, 7: 1}), _by_id(unknown_id, {0: 1}), _by_id(ZERO, {3: 1})],
+        )
+        body = await c.client.call(OFFSET_COMMIT, 10, request)
+        by_name = await c.fetch_offsets("g", [0, 1])
+        return t, body, by_name
+
+    t, body, by_name = run(tmp_path, scenario, kafka_version="4.3")
+    answer = [(x.topic_id, [(p.partition_index, p.error_code) for p in x.partitions]) for x in body.topics]
+    assert answer == [
+        (t, [(7, Errors.UNKNOWN_TOPIC_OR_PARTITION), (0, Errors.NONE)]),
+        (unknown_id, [(0, Errors.UNKNOWN_TOPIC_ID)]),
+        (ZERO, [(3, Errors.UNKNOWN_TOPIC_ID)]),
+    ]
+    assert by_name == {0: (5, Errors.NONE), 1: (-1, Errors.NONE)}  # v8, by name: the same offsets
+
+
+def test_offset_fetch_v10_names_topics_by_id(tmp_path):
+    """KafkaApis.fetchOffsetsForGroup at v10: ids are looked up like OffsetCommit's; an unknown one is
+    UNKNOWN_TOPIC_ID with offset -1, answered after the coordinator's topics. fetchAllOffsetsForGroup
+    (topics null) names each topic by the id the metadata has."""
+    unknown_id = uuid.UUID(int=999)
+
+    async def scenario(c: Cluster):
+        t = c.node.topics.get("t").topic_id
+        await c.commit("g", {0: 11, 1: 12}, metadata="m")
+        some = await c.client.call(OFFSET_FETCH, 10, _fetch_by_id("g", [(unknown_id, [0]), (t, [1, 0])]))
+        every = await c.client.call(OFFSET_FETCH, 10, _fetch_by_id("g", None))
+        return t, some.groups[0], every.groups[0]
+
+    t, some, every = run(tmp_path, scenario, kafka_version="4.3")
+
+    def rows(group):
+        return [
+            (
+                x.topic_id,
+                [(p.partition_index, p.committed_offset, p.metadata, p.error_code) for p in x.partitions],
+            )
+            for x in group.topics
+        ]
+
+    assert some.error_code == Errors.NONE
+    assert rows(some) == [
+        (t, [(1, 12, "m", Errors.NONE), (0, 11, "m", Errors.NONE)]),
+        (unknown_id, [(0, -1, "", Errors.UNKNOWN_TOPIC_ID)]),
+    ]
+    assert rows(every) == [(t, [(0, 11, "m", Errors.NONE), (1, 12, "m", Errors.NONE)])]
+
+
+def test_offset_fetch_v10_of_a_topic_created_again_finds_no_offset(tmp_path):
+    """OffsetCommit v10 keeps the topic id with the offset (KAFKA-19141, OffsetCommitValue.topicId) and
+    OffsetMetadataManager.fetchOffsets answers -1 when the id asked for is not the one committed
+    (isOffsetInvalid, KAFKA-19154): the topic was deleted and created under the same name."""
+
+    async def scenario(c: Cluster):
+        old = c.node.topics.get("t").topic_id
+        body = await c.client.call(
+            OFFSET_COMMIT, 10, OffsetCommitRequest(group_id="g", topics=[_by_id(old, {0: 9})])
+        )
+        assert body.topics[0].partitions[0].error_code == Errors.NONE
+        deleted = await c.client.call(
+            DELETE_TOPICS, 6, DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="t")])
+        )
+        assert deleted.responses[0].error_code == Errors.NONE
+        await c.create_topic("t", 2)
+        new = c.node.topics.get("t").topic_id
+        by_new = await c.client.call(OFFSET_FETCH, 10, _fetch_by_id("g", [(new, [0])]))
+        by_old = await c.client.call(OFFSET_FETCH, 10, _fetch_by_id("g", [(old, [0])]))
+        return by_new.groups[0].topics[0].partitions[0], by_old.groups[0].topics[0].partitions[0]
+
+    by_new, by_old = run(tmp_path, scenario, kafka_version="4.3")
+    assert (by_new.committed_offset, by_new.error_code) == (-1, Errors.NONE)
+    assert (by_old.committed_offset, by_old.error_code) == (-1, Errors.UNKNOWN_TOPIC_ID)
+
+
+def test_offset_commit_value_keeps_the_topic_id_as_kafka_writes_it():
+    """GroupCoordinatorRecordHelpers.newOffsetCommitRecord (Kafka 4.1+): value version 4, flexible, the
+    topic id in tagged field 0; read back by the loader."""
+    from kconform.reference_broker.groups.records import (
+        OffsetCommitValue,
+        decode_offset_commit_value,
+        encode_offset_commit_value,
+    )
+
+    topic_id = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+    value = OffsetCommitValue(5, 3, "meta", 100, -1, topic_id)
+    data = encode_offset_commit_value(value)
+    assert data[:2] == b"\x00\x04"
+    assert data.endswith(b"\x01\x00\x10" + topic_id.bytes)  # one tagged field: tag 0, 16 bytes
+    assert decode_offset_commit_value(data) == value
+    plain = OffsetCommitValue(5, 3, "meta", 100)
+    assert encode_offset_commit_value(plain)[:2] == b"\x00\x03"
+
+
+# ---- DescribeGroups v6 (KIP-1043) ---------------------------------------------------------------------
+
+
+def test_describe_groups_v6_answers_an_unknown_group_group_id_not_found(tmp_path):
+    """GroupMetadataManager.describeGroups: a group that does not exist is GROUP_ID_NOT_FOUND with the
+    GroupIdNotFoundException's message ("Group %s not found.") and state Dead from v6; before, Dead
+    without an error (and with its authorized operations, which KafkaApis fills for error-free groups)."""
+
+    async def scenario(c: Cluster):
+        request = DescribeGroupsRequest(groups=["nobody"], include_authorized_operations=True)
+        return (
+            (await c.client.call(DESCRIBE, 6, request)).groups[0],
+            (await c.client.call(DESCRIBE, 5, request)).groups[0],
+        )
+
+    v6, v5 = run(tmp_path, scenario)
+    assert (v6.error_code, v6.error_message, v6.group_state) == (
+        Errors.GROUP_ID_NOT_FOUND,
+        "Group nobody not found.",
+        "Dead",
+    )
+    assert v6.authorized_operations == -(2**31)
+    assert (v5.error_code, v5.group_state) == (Errors.NONE, "Dead") and v5.authorized_operations != -(2**31)

@@ -531,14 +531,21 @@ def test_unknown_group(bootstrap):
     group = _name("nobody")
 
     async def body(admin: Admin):
+        conn = await admin.network.any_connection()
         return (
             await admin.describe_groups([group]),
             await admin.describe_consumer_groups([group]),
             await admin.list_consumer_group_offsets(group),
+            conn.version_for(15),
         )
 
-    described, as_consumer, offsets = admin_run(bootstrap, body)
-    assert described[group].state == "Dead" and described[group].members == []
+    described, as_consumer, offsets, describe_version = admin_run(bootstrap, body)
+    if describe_version >= 6:
+        # GroupMetadataManager.describeGroups: GROUP_ID_NOT_FOUND from DescribeGroups v6 (KIP-1043), which
+        # Java's admin reports as GroupIdNotFoundException (DescribeConsumerGroupsHandler.handleError)
+        assert _code(described[group]) == Errors.GROUP_ID_NOT_FOUND
+    else:
+        assert described[group].state == "Dead" and described[group].members == []
     assert _code(as_consumer[group]) == Errors.GROUP_ID_NOT_FOUND
     assert offsets == {}
 

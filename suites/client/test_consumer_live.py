@@ -328,6 +328,58 @@ def test_kip_848_group_shares_partitions_and_rebalances(broker):
     assert {r.value for r in seen} == {b"v%d" % i for i in range(120)}
 
 
+@pytest.mark.parametrize("kafka_version", ["4.1", "4.3"])
+def test_kip_848_commits_name_topics_by_id_where_the_broker_offers_v10(tmp_path, monkeypatch, kafka_version):
+    """A consumer-protocol consumer that knows every topic id commits and reads its offsets with
+    OffsetCommit and OffsetFetch v10, topics named by id, as Java's CommitRequestManager does
+    (canUseTopicIds); a classic one names them (ConsumerCoordinator, v9 and below), and against a broker
+    without v10 (Kafka 4.1) both name them. The offsets are the same either way."""
+    from kconform.harness.client.connection import BrokerConnection
+
+    sent: list[tuple[int, int]] = []
+    original = BrokerConnection.send
+
+    async def recording(self, api_key, body, **kw):
+        if api_key in (8, 9):
+            sent.append((api_key, kw.get("version")))
+        return await original(self, api_key, body, **kw)
+
+    monkeypatch.setattr(BrokerConnection, "send", recording)
+    node = start_broker_process(
+        tmp_path,
+        overrides={"num.partitions": "2", "group.initial.rebalance.delay.ms": "0"},
+        kafka_version=kafka_version,
+    )
+
+    async def scenario(protocol: str):
+        sent.clear()
+        topic = f"ids-{protocol}"
+        await produce(node.bootstrap, topic, 20, 2)
+        config = {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "group.protocol": protocol,
+            "enable.auto.commit": False,
+        }
+        async with Consumer(config) as consumer:
+            consumer.subscribe([topic])
+            got = await drain([consumer], 20)
+            await consumer.commit()
+            committed = await consumer.committed([(topic, 0), (topic, 1)])
+        return len(got), committed, sorted(set(sent))
+
+    try:
+        modern, classic = run(scenario("consumer")), run(scenario("classic"))
+    finally:
+        node.stop()
+    v10 = kafka_version == "4.3"
+    assert modern[:2] == (20, {("ids-consumer", 0): 10, ("ids-consumer", 1): 10})
+    assert modern[2] == ([(8, 10), (9, 10)] if v10 else [(8, 9), (9, 9)])
+    assert classic[:2] == (20, {("ids-classic", 0): 10, ("ids-classic", 1): 10})
+    assert classic[2] == [(8, 9), (9, 7)]
+
+
 def test_read_committed_skips_an_aborted_transaction(broker):
     async def scenario():
         async with Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "consumer-txn"}) as p:
