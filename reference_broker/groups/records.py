@@ -16,8 +16,14 @@ import struct
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from kconform.codecs._primitives import read_uvarint
-from kconform.codecs._primitives import uvarint_bytes as _uvarint
+from kconform.codecs import DecodeError
+from kconform.codecs import coordinator_records as layouts
+from kconform.codecs.constants import ZERO_UUID
+from kconform.codecs.coordinator_log import (
+    decode_coordinator_value,
+    encode_coordinator_key,
+    encode_coordinator_value,
+)
 
 __all__ = [
     "GroupMetadataValue",
@@ -36,9 +42,10 @@ __all__ = [
 
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
-_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
-ZERO_UUID = UUID(int=0)
-_TOPIC_ID_TAG = 0  # OffsetCommitValue.topicId: taggedVersions 4+, tag 0
+_I16 = struct.Struct(">h")
+# OffsetCommitValue.topicId (Kafka 4.1, KAFKA-19141): tagged field 0 of value version 4+. The definitions
+# the codecs are generated from predate it, so the generated class keeps it as an unknown tagged field.
+_TOPIC_ID_TAG = 0
 
 
 class RecordFormatError(ValueError):
@@ -80,139 +87,56 @@ class GroupMetadataValue:
 # ---- writing ---------------------------------------------------------------------------------------
 
 
-class _Writer:
-    def __init__(self, version: int) -> None:
-        self.out = bytearray(_I16.pack(version))
-
-    def i32(self, value: int) -> _Writer:
-        self.out += _I32.pack(value)
-        return self
-
-    def i64(self, value: int) -> _Writer:
-        self.out += _I64.pack(value)
-        return self
-
-    def string(self, value: str | None) -> _Writer:
-        if value is None:
-            self.out += _I16.pack(-1)
-        else:
-            data = value.encode()
-            self.out += _I16.pack(len(data)) + data
-        return self
-
-    def bytes_(self, value: bytes) -> _Writer:
-        self.out += _I32.pack(len(value)) + value
-        return self
-
-    def done(self) -> bytes:
-        return bytes(self.out)
-
-
 def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return _Writer(OFFSET_COMMIT_KEY).string(group).string(topic).i32(partition).done()
+    key = layouts.OffsetCommitKey(group=group, topic=topic, partition=partition)
+    return encode_coordinator_key(key, OFFSET_COMMIT_KEY)
 
 
 def encode_group_metadata_key(group: str) -> bytes:
-    return _Writer(GROUP_METADATA_KEY).string(group).done()
+    return encode_coordinator_key(layouts.GroupMetadataKey(group=group), GROUP_METADATA_KEY)
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
+    layout = layouts.OffsetCommitValue(
+        offset=value.offset,
+        leader_epoch=value.leader_epoch,
+        metadata=value.metadata,
+        commit_timestamp=value.commit_timestamp,
+        expire_timestamp=value.expire_timestamp,
+    )
     if value.expire_timestamp >= 0:  # only version 1 carries an expiry
-        w = _Writer(1).i64(value.offset).string(value.metadata)
-        return w.i64(value.commit_timestamp).i64(value.expire_timestamp).done()
-    if value.topic_id != ZERO_UUID:
-        # version 4: flexible (compact string, tagged fields); the id is written as it differs from
-        # its default
-        metadata = value.metadata.encode()
-        w = _Writer(4).i64(value.offset).i32(value.leader_epoch)
-        w.out += _uvarint(len(metadata) + 1) + metadata
-        w.i64(value.commit_timestamp)
-        w.out += _uvarint(1) + _uvarint(_TOPIC_ID_TAG) + _uvarint(16) + value.topic_id.bytes
-        return w.done()
-    w = _Writer(3).i64(value.offset).i32(value.leader_epoch).string(value.metadata)
-    return w.i64(value.commit_timestamp).done()
+        return encode_coordinator_value(layout, 1)
+    if value.topic_id != ZERO_UUID:  # version 4, as Kafka 4.1 writes a commit made by topic id
+        layout.unknown_tagged_fields = ((_TOPIC_ID_TAG, value.topic_id.bytes),)
+        return encode_coordinator_value(layout, 4)
+    return encode_coordinator_value(layout, 3)
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
-    w = _Writer(3).string(value.protocol_type).i32(value.generation).string(value.protocol)
-    w.string(value.leader).i64(value.current_state_timestamp).i32(len(value.members))
-    for m in value.members:
-        w.string(m.member_id).string(m.group_instance_id).string(m.client_id).string(m.client_host)
-        w.i32(m.rebalance_timeout_ms).i32(m.session_timeout_ms).bytes_(m.subscription).bytes_(m.assignment)
-    return w.done()
+    layout = layouts.GroupMetadataValue(
+        protocol_type=value.protocol_type,
+        generation=value.generation,
+        protocol=value.protocol,
+        leader=value.leader,
+        current_state_timestamp=value.current_state_timestamp,
+        members=[
+            layouts.GroupMetadataValue.MemberMetadata(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.subscription,
+                assignment=m.assignment,
+            )
+            for m in value.members
+        ],
+    )
+    return encode_coordinator_value(layout, 3)
 
 
 # ---- reading ---------------------------------------------------------------------------------------
-
-
-class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = data
-        self.pos = 0
-        self.what = what
-        self.flexible = False
-
-    def _take(self, s: struct.Struct) -> int:
-        if self.pos + s.size > len(self.data):
-            raise RecordFormatError(f"{self.what} ends early at byte {self.pos}")
-        (value,) = s.unpack_from(self.data, self.pos)
-        self.pos += s.size
-        return value
-
-    def i16(self) -> int:
-        return self._take(_I16)
-
-    def i32(self) -> int:
-        return self._take(_I32)
-
-    def i64(self) -> int:
-        return self._take(_I64)
-
-    def _length(self, wide: bool) -> int:
-        if self.flexible:
-            try:
-                n, self.pos = read_uvarint(self.data, self.pos)
-            except Exception as exc:
-                raise RecordFormatError(f"{self.what}: bad length at byte {self.pos}") from exc
-            return n - 1
-        return self.i32() if wide else self.i16()
-
-    def _raw(self, n: int) -> bytes:
-        if n > len(self.data) - self.pos:
-            raise RecordFormatError(f"{self.what}: a length of {n} runs past the end at byte {self.pos}")
-        value = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return bytes(value)
-
-    def string(self) -> str | None:
-        n = self._length(False)
-        if n < 0:
-            return None
-        try:
-            return self._raw(n).decode()
-        except UnicodeDecodeError as exc:
-            raise RecordFormatError(f"{self.what}: a string is not UTF-8") from exc
-
-    def bytes_(self) -> bytes:
-        n = self._length(True)
-        return b"" if n < 0 else self._raw(n)
-
-    def skip_tags(self) -> dict[int, bytes]:
-        """Read past a flexible version's tagged fields; returns them by tag."""
-        tags: dict[int, bytes] = {}
-        if not self.flexible:
-            return tags
-        try:
-            count, self.pos = read_uvarint(self.data, self.pos)
-            for _ in range(count):
-                tag, self.pos = read_uvarint(self.data, self.pos)
-                size, self.pos = read_uvarint(self.data, self.pos)
-                tags[tag] = self._raw(size)
-        except RecordFormatError:
-            raise
-        except Exception as exc:
-            raise RecordFormatError(f"{self.what}: bad tagged fields at byte {self.pos}") from exc
-        return tags
 
 
 def key_version(key: bytes | None) -> int:
@@ -222,70 +146,52 @@ def key_version(key: bytes | None) -> int:
 
 
 def decode_key(key: bytes) -> tuple[int, tuple]:
-    """(key version, fields): (group, topic, partition) for an offset commit, (group,) for metadata."""
-    r = _Reader(key, "coordinator record key")
-    version = r.i16()
-    if version in (0, OFFSET_COMMIT_KEY):
-        return version, (r.string() or "", r.string() or "", r.i32())
-    if version == GROUP_METADATA_KEY:
-        return version, (r.string() or "",)
+    """(key version, fields): (group, topic, partition) for an offset commit, (group,) for metadata;
+    no fields for the record types of other coordinators' records."""
+    version = key_version(key)
+    try:
+        if version in (0, OFFSET_COMMIT_KEY):
+            k = layouts.OffsetCommitKey.decode(memoryview(key)[2:], version)
+            return version, (k.group or "", k.topic or "", k.partition)
+        if version == GROUP_METADATA_KEY:
+            return version, (layouts.GroupMetadataKey.decode(memoryview(key)[2:], version).group or "",)
+    except DecodeError as exc:
+        raise RecordFormatError(f"coordinator record key: {exc}") from None
     return version, ()
 
 
+def _value(layout_class, data: bytes, what: str):
+    try:
+        return decode_coordinator_value(layout_class, data)
+    except DecodeError as exc:
+        raise RecordFormatError(f"{what}: {exc}") from None
+
+
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
-    r = _Reader(data, "offset commit value")
-    version = r.i16()
-    if not 0 <= version <= 4:
-        raise RecordFormatError(f"offset commit value version {version} is unknown")
-    r.flexible = version >= 4
-    offset = r.i64()
-    leader_epoch = r.i32() if version >= 3 else -1
-    metadata = r.string() or ""
-    commit_timestamp = r.i64()
-    expire = r.i64() if version == 1 else -1
-    raw_id = r.skip_tags().get(_TOPIC_ID_TAG)
-    topic_id = UUID(bytes=raw_id) if raw_id is not None and len(raw_id) == 16 else ZERO_UUID
-    return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire, topic_id)
+    version, v = _value(layouts.OffsetCommitValue, data, "offset commit value")
+    raw_id = dict(v.unknown_tagged_fields).get(_TOPIC_ID_TAG) if version >= 4 else None
+    topic_id = UUID(bytes=bytes(raw_id)) if raw_id is not None and len(raw_id) == 16 else ZERO_UUID
+    expire = v.expire_timestamp if version == 1 else -1
+    return OffsetCommitValue(v.offset, v.leader_epoch, v.metadata or "", v.commit_timestamp, expire, topic_id)
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
-    r = _Reader(data, "group metadata value")
-    version = r.i16()
-    if not 0 <= version <= 4:
-        raise RecordFormatError(f"group metadata value version {version} is unknown")
-    r.flexible = version >= 4
-    protocol_type = r.string() or ""
-    generation = r.i32()
-    protocol = r.string()
-    leader = r.string()
-    state_timestamp = r.i64() if version >= 2 else -1
-    count = r._length(True) if r.flexible else r.i32()
-    if count < 0 or count > len(data):
-        raise RecordFormatError(f"group metadata value: member count {count} is impossible")
-    members = []
-    for _ in range(count):
-        member_id = r.string() or ""
-        instance_id = r.string() if version >= 3 else None
-        client_id = r.string() or ""
-        client_host = r.string() or ""
-        rebalance_timeout = r.i32() if version >= 1 else -1
-        session_timeout = r.i32()
-        subscription = r.bytes_()
-        assignment = r.bytes_()
-        r.skip_tags()
-        if rebalance_timeout < 0:
-            rebalance_timeout = session_timeout
-        members.append(
-            MemberMetadataValue(
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                subscription,
-                assignment,
-            )
+    version, v = _value(layouts.GroupMetadataValue, data, "group metadata value")
+    members = tuple(
+        MemberMetadataValue(
+            m.member_id or "",
+            m.group_instance_id if version >= 3 else None,
+            m.client_id or "",
+            m.client_host or "",
+            # before version 1 there was one timeout: the session timeout stands for both
+            m.rebalance_timeout if version >= 1 and m.rebalance_timeout >= 0 else m.session_timeout,
+            m.session_timeout,
+            bytes(m.subscription or b""),
+            bytes(m.assignment or b""),
         )
-    r.skip_tags()
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_timestamp, tuple(members))
+        for m in v.members
+    )
+    state_timestamp = v.current_state_timestamp if version >= 2 else -1
+    return GroupMetadataValue(
+        v.protocol_type or "", v.generation, v.protocol, v.leader, state_timestamp, members
+    )
