@@ -22,7 +22,8 @@ def codecs() -> None:
 
 def _round_trip_failures(cls, version: int, rng: random.Random, examples: int) -> tuple[int, list[str], int]:
     """(examples checked, failure messages, largest encoding) for one (message, version)."""
-    from kconform.codecs._interpreter import decode_message, encode_message
+    from kconform.codecs.engines import interpret_decode as decode_message
+    from kconform.codecs.engines import interpret_encode as encode_message
     from kconform.codecs.strategies import sample
 
     failures = []

@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
-from kconform.codecs._native import AVAILABLE as native_available_flag
-from kconform.codecs._native import pure_python
+from kconform.codecs.engines import NATIVE_AVAILABLE as native_available_flag
+from kconform.codecs.engines import pure_python
 
 from .report import Comparison, best_seconds, print_comparisons
 

@@ -40,9 +40,9 @@ def _peer_functions(name: str, builder_cls, reader_cls, rows, codec: int):
 
 
 def record_rows(quick: bool) -> list[Comparison]:
-    from kconform.codecs._native import AVAILABLE as native_available
-    from kconform.codecs._native import pure_python
     from kconform.codecs.compression import Compression
+    from kconform.codecs.engines import NATIVE_AVAILABLE as native_available
+    from kconform.codecs.engines import pure_python
     from kconform.codecs.records import Record, decode_batch, encode_batch
 
     rows = _workload()

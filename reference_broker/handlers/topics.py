@@ -150,7 +150,7 @@ async def delete_topics(broker, ctx, request) -> DeleteTopicsResponse:
     if version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
-        from kconform.codecs._runtime import ZERO_UUID
+        from kconform.codecs.constants import ZERO_UUID
 
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     responses = []
