@@ -200,7 +200,7 @@ def refresh_spec_command(source: Path, check: bool) -> None:
 
     SOURCE is a kafka-spec folder (message/, kafka-X.Y/message/, coordinator/, metadata/ and the two
     tables) or one release's folder of message definitions, laid over what the extract has."""
-    from kconform.codecs.generate.__main__ import main as generate
+    from kconform.codecs.generate import main as generate
 
     code = generate(["--from", str(source), *(["--check"] if check else [])])
     if code:

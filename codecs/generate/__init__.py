@@ -1,1 +1,5 @@
-"""The message-definition code generator (see __main__)."""
+"""The message-definition code generator: ``python -m kconform.codecs.generate`` (see ``command``)."""
+
+from .command import main, render
+
+__all__ = ["main", "render"]

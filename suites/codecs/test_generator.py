@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kconform.codecs.generate.__main__ import CODECS_DIR, OUT_DIR, main, render, stale_files
+from kconform.codecs.generate.command import CODECS_DIR, OUT_DIR, main, render, stale_files
 from kconform.codecs.generate.extract import (
     DEFINITIONS_DIR,
     build_extract,
