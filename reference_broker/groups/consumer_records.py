@@ -4,7 +4,9 @@ Every change to a consumer group is one of these records, written to the group's
 applied to the in-memory group by the same code that reads them back on start (``replay``), so what is
 on disk and what is in memory cannot drift apart.
 
-Keys: an int16 version naming the record type, then int16-length strings (not flexible):
+The layouts are Kafka's ``ConsumerGroup*Key``/``Value`` classes generated from its coordinator
+definitions (``kconform.codecs.coordinator_records``), framed by ``kconform.codecs.coordinator_log``;
+a key is an int16 record type then int16-length strings (not flexible):
 
 ====  ==========================================  =================================================
  3    ConsumerGroupMetadata (group)               Epoch
@@ -16,9 +18,12 @@ Keys: an int16 version naming the record type, then int16-length strings (not fl
 16    ConsumerGroupRegularExpression (group, re)  Topics, Version, Timestamp
 ====  ==========================================  =================================================
 
-Values start with int16 version 0 and are flexible (compact strings and arrays, a tagged-field section
-closing every struct). A None value is a tombstone: it erases what its key names. Unreadable bytes
-raise ``RecordFormatError``, which the coordinator's loader logs and skips."""
+Record type 16 is laid out by hand below, because the 2024 definitions the codecs are generated from
+predate it. Values are written at version 0, flexible (compact strings and arrays, a tagged-field section
+closing every struct), without per-partition racks, as Kafka 4.0 writes them; every version the generated
+classes define is read, and fields this broker does not keep (racks, the classic member's metadata) are
+read past. A None value is a tombstone: it erases what its key names. Unreadable bytes raise
+``RecordFormatError``, which the coordinator's loader logs and skips."""
 
 from __future__ import annotations
 
@@ -27,9 +32,16 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
-from kconform.codecs._primitives import read_uvarint, write_uvarint
+from kconform.codecs import DecodeError
+from kconform.codecs import coordinator_records as layouts
+from kconform.codecs.coordinator_log import (
+    decode_coordinator_key,
+    decode_coordinator_value,
+    encode_coordinator_key,
+    encode_coordinator_value,
+)
 
-from .records import RecordFormatError
+from .records import RecordFormatError, key_version
 
 __all__ = [
     "ClassicGroupTombstone",
@@ -56,7 +68,9 @@ KEY_VERSIONS = frozenset(
     | {REGULAR_EXPRESSION}
 )
 
-_I8, _I16, _I32, _I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+TOPIC = "__consumer_offsets"
+_VALUE_VERSION = 0  # the version Kafka 4.0 writes
+_I16, _I64 = struct.Struct(">h"), struct.Struct(">q")  # record type 16's hand-written layout
 
 Partitions = dict[UUID, frozenset[int]]
 
@@ -104,24 +118,34 @@ class CurrentAssignmentValue:
 
 @dataclass(frozen=True, slots=True)
 class _EpochRecord:
-    """A group-level epoch record; subclasses name the key version."""
+    """A group-level epoch record; subclasses name the record type and its layouts."""
 
     group_id: str
     epoch: int | None
     _KEY_VERSION: ClassVar[int]
+    _KEY_LAYOUT: ClassVar[type]
 
     @property
     def tombstone(self) -> bool:
         return self.epoch is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        value = None if self.epoch is None else _Out().i32(self.epoch).done()
-        return _key(self._KEY_VERSION, self.group_id), value
+        key = encode_coordinator_key(self._KEY_LAYOUT(group_id=self.group_id), self._KEY_VERSION)
+        return key, None if self.epoch is None else _write(self._value_layout(self.epoch))
+
+    @staticmethod
+    def _value_layout(epoch: int):
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
 class GroupEpoch(_EpochRecord):
     _KEY_VERSION: ClassVar[int] = GROUP_EPOCH
+    _KEY_LAYOUT: ClassVar[type] = layouts.ConsumerGroupMetadataKey
+
+    @staticmethod
+    def _value_layout(epoch: int) -> layouts.ConsumerGroupMetadataValue:
+        return layouts.ConsumerGroupMetadataValue(epoch=epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +158,19 @@ class SubscriptionMetadata:
         return self.topics is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
+        key = encode_coordinator_key(
+            layouts.ConsumerGroupPartitionMetadataKey(group_id=self.group_id), PARTITION_METADATA
+        )
         if self.topics is None:
-            return _key(PARTITION_METADATA, self.group_id), None
-        out = _Out().count(len(self.topics))
-        for topic in self.topics:
-            out.uuid(topic.topic_id).string(topic.name).i32(topic.partitions)
-            out.count(0).tags()  # no per-partition racks: Kafka 4.0 leaves them out too
-        return _key(PARTITION_METADATA, self.group_id), out.done()
+            return key, None
+        layout = layouts.ConsumerGroupPartitionMetadataValue
+        value = layout(  # no per-partition racks: Kafka 4.0 leaves them out too
+            topics=[
+                layout.TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.partitions)
+                for t in self.topics
+            ]
+        )
+        return key, _write(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,21 +184,34 @@ class MemberSubscription:
         return self.value is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        key = _key(MEMBER_METADATA, self.group_id, self.member_id)
+        key = encode_coordinator_key(
+            layouts.ConsumerGroupMemberMetadataKey(group_id=self.group_id, member_id=self.member_id),
+            MEMBER_METADATA,
+        )
         v = self.value
         if v is None:
             return key, None
-        out = _Out().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
-        out.count(len(v.subscribed_topic_names))
-        for name in v.subscribed_topic_names:
-            out.string(name)
-        out.string(v.subscribed_topic_regex).i32(v.rebalance_timeout_ms).string(v.server_assignor)
-        return key, out.done()
+        value = layouts.ConsumerGroupMemberMetadataValue(  # no ClassicMemberMetadata: not a classic member
+            instance_id=v.instance_id,
+            rack_id=v.rack_id,
+            client_id=v.client_id,
+            client_host=v.client_host,
+            subscribed_topic_names=list(v.subscribed_topic_names),
+            subscribed_topic_regex=v.subscribed_topic_regex,
+            rebalance_timeout_ms=v.rebalance_timeout_ms,
+            server_assignor=v.server_assignor,
+        )
+        return key, _write(value)
 
 
 @dataclass(frozen=True, slots=True)
 class TargetEpoch(_EpochRecord):
     _KEY_VERSION: ClassVar[int] = TARGET_EPOCH
+    _KEY_LAYOUT: ClassVar[type] = layouts.ConsumerGroupTargetAssignmentMetadataKey
+
+    @staticmethod
+    def _value_layout(epoch: int) -> layouts.ConsumerGroupTargetAssignmentMetadataValue:
+        return layouts.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +225,14 @@ class TargetMember:
         return self.partitions is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        key = _key(TARGET_MEMBER, self.group_id, self.member_id)
+        key = encode_coordinator_key(
+            layouts.ConsumerGroupTargetAssignmentMemberKey(group_id=self.group_id, member_id=self.member_id),
+            TARGET_MEMBER,
+        )
         if self.partitions is None:
             return key, None
-        return key, _Out().partitions(self.partitions).done()
+        layout = layouts.ConsumerGroupTargetAssignmentMemberValue
+        return key, _write(layout(topic_partitions=_topic_partitions(layout.TopicPartition, self.partitions)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,12 +246,22 @@ class CurrentAssignment:
         return self.value is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        key = _key(CURRENT_ASSIGNMENT, self.group_id, self.member_id)
+        key = encode_coordinator_key(
+            layouts.ConsumerGroupCurrentMemberAssignmentKey(group_id=self.group_id, member_id=self.member_id),
+            CURRENT_ASSIGNMENT,
+        )
         v = self.value
         if v is None:
             return key, None
-        out = _Out().i32(v.member_epoch).i32(v.previous_member_epoch).i8(v.state)
-        return key, out.partitions(v.assigned).partitions(v.pending_revocation).done()
+        layout = layouts.ConsumerGroupCurrentMemberAssignmentValue
+        value = layout(
+            member_epoch=v.member_epoch,
+            previous_member_epoch=v.previous_member_epoch,
+            state=v.state,
+            assigned_partitions=_topic_partitions(layout.TopicPartitions, v.assigned),
+            partitions_pending_revocation=_topic_partitions(layout.TopicPartitions, v.pending_revocation),
+        )
+        return key, _write(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,14 +275,8 @@ class RegularExpression:
         return self.value is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        key = _key(REGULAR_EXPRESSION, self.group_id, self.regex)
-        v = self.value
-        if v is None:
-            return key, None
-        out = _Out().count(len(v.topics))
-        for name in sorted(v.topics):
-            out.string(name)
-        return key, out.i64(v.version).i64(v.timestamp).done()
+        key = _regex_key(self.group_id, self.regex)
+        return key, None if self.value is None else _regex_value(self.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +288,7 @@ class ClassicGroupTombstone:
     tombstone = True
 
     def encode(self) -> tuple[bytes, None]:
-        return _key(GROUP_METADATA_KEY, self.group_id), None
+        return encode_coordinator_key(layouts.GroupMetadataKey(group=self.group_id), GROUP_METADATA_KEY), None
 
 
 ConsumerRecord = (
@@ -252,225 +303,196 @@ ConsumerRecord = (
 )
 
 
-# ---- writing -------------------------------------------------------------------------------------------
+# ---- the generated layouts -------------------------------------------------------------------------
 
 
-def _key(version: int, *fields: str) -> bytes:
-    out = bytearray(_I16.pack(version))
-    for f in fields:
-        data = f.encode()
+def _write(value) -> bytes:
+    return encode_coordinator_value(value, _VALUE_VERSION)
+
+
+def _topic_partitions(layout: type, partitions: Partitions) -> list:
+    """Topics by id, each with its partitions, in order; a topic with no partitions is left out."""
+    entries = sorted(((t, p) for t, p in partitions.items() if p), key=lambda kv: str(kv[0]))
+    return [layout(topic_id=topic, partitions=sorted(parts)) for topic, parts in entries]
+
+
+def _partitions(topics) -> Partitions:
+    return {t.topic_id: frozenset(t.partitions) for t in topics}
+
+
+def _read(layout: type, data: bytes):
+    try:
+        return decode_coordinator_value(layout, data)[1]
+    except DecodeError as exc:
+        raise RecordFormatError(f"consumer group record value: {exc}") from None
+
+
+def decode(key: bytes, value: bytes | None) -> ConsumerRecord | None:
+    """The record these bytes hold; None for key versions that are not the consumer group's."""
+    record_type = key_version(key)
+    if record_type not in KEY_VERSIONS:
+        return None
+    if record_type == REGULAR_EXPRESSION:
+        group_id, regex = _read_regex_key(key)
+        return RegularExpression(group_id, regex, None if value is None else _read_regex_value(value))
+    try:
+        _, k = decode_coordinator_key(TOPIC, key)
+    except DecodeError as exc:
+        raise RecordFormatError(f"consumer group record key: {exc}") from None
+    if record_type == GROUP_EPOCH:
+        epoch = None if value is None else _read(layouts.ConsumerGroupMetadataValue, value).epoch
+        return GroupEpoch(k.group_id, epoch)
+    if record_type == TARGET_EPOCH:
+        if value is None:
+            return TargetEpoch(k.group_id, None)
+        v = _read(layouts.ConsumerGroupTargetAssignmentMetadataValue, value)
+        return TargetEpoch(k.group_id, v.assignment_epoch)
+    if record_type == TARGET_MEMBER:
+        if value is None:
+            return TargetMember(k.group_id, k.member_id, None)
+        v = _read(layouts.ConsumerGroupTargetAssignmentMemberValue, value)
+        return TargetMember(k.group_id, k.member_id, _partitions(v.topic_partitions))
+    if record_type == PARTITION_METADATA:
+        if value is None:
+            return SubscriptionMetadata(k.group_id, None)
+        v = _read(layouts.ConsumerGroupPartitionMetadataValue, value)
+        topics = tuple(TopicMetadata(t.topic_id, t.topic_name, t.num_partitions) for t in v.topics)
+        return SubscriptionMetadata(k.group_id, topics)  # per-partition racks: read past
+    if record_type == MEMBER_METADATA:
+        return MemberSubscription(k.group_id, k.member_id, None if value is None else _member(value))
+    return CurrentAssignment(k.group_id, k.member_id, None if value is None else _current(value))
+
+
+def _member(data: bytes) -> MemberSubscriptionValue:
+    v = _read(layouts.ConsumerGroupMemberMetadataValue, data)
+    # ClassicMemberMetadata (tag 0) belongs to classic members, which these groups never carry
+    return MemberSubscriptionValue(
+        v.instance_id,
+        v.rack_id,
+        v.client_id,
+        v.client_host,
+        tuple(v.subscribed_topic_names),
+        v.subscribed_topic_regex,
+        v.rebalance_timeout_ms,
+        v.server_assignor,
+    )
+
+
+def _current(data: bytes) -> CurrentAssignmentValue:
+    v = _read(layouts.ConsumerGroupCurrentMemberAssignmentValue, data)
+    return CurrentAssignmentValue(
+        v.member_epoch,
+        v.previous_member_epoch,
+        v.state,
+        _partitions(v.assigned_partitions),
+        _partitions(v.partitions_pending_revocation),
+    )
+
+
+# ---- record type 16, by hand: Key {GroupId, RegularExpression}, Value v0 {Topics, Version, Timestamp} ----
+
+
+def _put_uvarint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _regex_key(group_id: str, regex: str) -> bytes:
+    out = bytearray(_I16.pack(REGULAR_EXPRESSION))
+    for text in (group_id, regex):
+        data = text.encode()
         out += _I16.pack(len(data)) + data
     return bytes(out)
 
 
-class _Out:
-    """A flexible value of version 0."""
-
-    def __init__(self) -> None:
-        self.b = bytearray(_I16.pack(0))
-
-    def i8(self, v: int) -> _Out:
-        self.b += _I8.pack(v)
-        return self
-
-    def i32(self, v: int) -> _Out:
-        self.b += _I32.pack(v)
-        return self
-
-    def i64(self, v: int) -> _Out:
-        self.b += _I64.pack(v)
-        return self
-
-    def uuid(self, v: UUID) -> _Out:
-        self.b += v.bytes
-        return self
-
-    def count(self, n: int) -> _Out:
-        write_uvarint(self.b, n + 1)
-        return self
-
-    def string(self, v: str | None) -> _Out:
-        if v is None:
-            self.b.append(0)
-        else:
-            data = v.encode()
-            self.count(len(data))
-            self.b += data
-        return self
-
-    def tags(self) -> _Out:
-        self.b.append(0)
-        return self
-
-    def partitions(self, tp: Partitions) -> _Out:
-        entries = [(t, p) for t, p in tp.items() if p]
-        self.count(len(entries))
-        for topic, parts in sorted(entries, key=lambda kv: str(kv[0])):
-            self.uuid(topic).count(len(parts))
-            self.b += b"".join(_I32.pack(p) for p in sorted(parts))
-            self.tags()
-        return self
-
-    def done(self) -> bytes:
-        return bytes(self.tags().b)
+def _regex_value(value: ResolvedRegex) -> bytes:
+    out = bytearray(_I16.pack(_VALUE_VERSION))
+    _put_uvarint(out, len(value.topics) + 1)
+    for name in sorted(value.topics):
+        data = name.encode()
+        _put_uvarint(out, len(data) + 1)
+        out += data
+    out += _I64.pack(value.version) + _I64.pack(value.timestamp)
+    out.append(0)  # no tagged fields
+    return bytes(out)
 
 
-# ---- reading --------------------------------------------------------------------------------------------
+class _RegexReader:
+    """Reads record type 16's key or value whole; any bad or missing byte is a RecordFormatError."""
 
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data, self.pos, self.what = memoryview(data), 0, what
 
-class _In:
-    def __init__(self, data: bytes, *, flexible: bool) -> None:
-        self.d, self.p, self.flexible = memoryview(data), 0, flexible
+    def fail(self, reason: str) -> RecordFormatError:
+        return RecordFormatError(f"{self.what}: {reason} at byte {self.pos}")
 
-    def fixed(self, s: struct.Struct) -> int:
-        if self.p + s.size > len(self.d):
-            raise RecordFormatError(f"the record ends early at byte {self.p}")
-        (v,) = s.unpack_from(self.d, self.p)
-        self.p += s.size
-        return v
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > len(self.data):
+            raise self.fail(f"{n} bytes run past the end")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int16(self) -> int:
+        return _I16.unpack(self.take(2))[0]
+
+    def int64(self) -> int:
+        return _I64.unpack(self.take(8))[0]
 
     def uvarint(self) -> int:
-        try:
-            v, self.p = read_uvarint(self.d, self.p)
-        except (IndexError, ValueError) as exc:
-            raise RecordFormatError(f"a bad varint at byte {self.p}") from exc
-        return v
+        value = 0
+        for shift in range(0, 35, 7):
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+        raise self.fail("a varint longer than 5 bytes")
 
-    def raw(self, n: int) -> bytes:
-        if n < 0 or self.p + n > len(self.d):
-            raise RecordFormatError(f"a length of {n} runs past the end at byte {self.p}")
-        v = bytes(self.d[self.p : self.p + n])
-        self.p += n
-        return v
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.fixed(_I16)
+    def text(self, *, compact: bool) -> str:
+        n = self.uvarint() - 1 if compact else self.int16()
         if n < 0:
-            return None
+            raise self.fail("a null where a string is required")
         try:
-            return self.raw(n).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RecordFormatError(f"a string that is not UTF-8 before byte {self.p}") from exc
-
-    def text(self) -> str:
-        value = self.string()
-        if value is None:
-            raise RecordFormatError(f"a null where a string is required before byte {self.p}")
-        return value
+            return str(self.take(n), "utf-8")
+        except UnicodeDecodeError:
+            raise self.fail("a string that is not UTF-8") from None
 
     def count(self) -> int:
         n = self.uvarint() - 1
-        if n > len(self.d) - self.p:
-            raise RecordFormatError(f"an array of {n} entries cannot fit before byte {len(self.d)}")
+        if n > len(self.data) - self.pos:
+            raise self.fail(f"an array of {n} entries cannot fit")
         return max(n, 0)
 
     def tags(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()
-            self.raw(self.uvarint())
+            self.take(self.uvarint())
 
-    def uuid(self) -> UUID:
-        return UUID(bytes=self.raw(16))
-
-    def partitions(self) -> Partitions:
-        result: dict[UUID, frozenset[int]] = {}
-        for _ in range(self.count()):
-            topic = self.uuid()
-            result[topic] = frozenset(self.fixed(_I32) for _ in range(self.count()))
-            self.tags()
-        return result
+    def end(self) -> None:
+        if self.pos != len(self.data):
+            raise self.fail(f"{len(self.data) - self.pos} bytes left over")
 
 
-def _value(data: bytes) -> _In:
-    v = _In(data, flexible=True)
-    version = v.fixed(_I16)
-    if version != 0:
-        raise RecordFormatError(f"value version {version} is not one Kafka 4.0 writes")
-    return v
+def _read_regex_key(data: bytes) -> tuple[str, str]:
+    k = _RegexReader(data, "consumer group regular expression key")
+    k.int16()
+    group_id, regex = k.text(compact=False), k.text(compact=False)
+    k.end()
+    return group_id, regex
 
 
-def decode(key: bytes, value: bytes | None) -> ConsumerRecord | None:
-    """The record these bytes hold; None for key versions that are not the consumer group's."""
-    k = _In(key, flexible=False)
-    version = k.fixed(_I16)
-    if version not in KEY_VERSIONS:
-        return None
-    group_id = k.text()
-    second = (
-        k.text()
-        if version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION)
-        else ""
-    )
-    if version == GROUP_EPOCH:
-        return GroupEpoch(group_id, None if value is None else _epoch(value))
-    if version == TARGET_EPOCH:
-        return TargetEpoch(group_id, None if value is None else _epoch(value))
-    if version == TARGET_MEMBER:
-        return TargetMember(group_id, second, None if value is None else _target(value))
-    if version == PARTITION_METADATA:
-        return SubscriptionMetadata(group_id, None if value is None else _metadata(value))
-    if version == MEMBER_METADATA:
-        return MemberSubscription(group_id, second, None if value is None else _member(value))
-    if version == CURRENT_ASSIGNMENT:
-        return CurrentAssignment(group_id, second, None if value is None else _current(value))
-    return RegularExpression(group_id, second, None if value is None else _regex(value))
-
-
-def _epoch(data: bytes) -> int:
-    v = _value(data)
-    epoch = v.fixed(_I32)
+def _read_regex_value(data: bytes) -> ResolvedRegex:
+    v = _RegexReader(data, "consumer group regular expression value")
+    version = v.int16()
+    if version != _VALUE_VERSION:
+        raise v.fail(f"value version {version} is not one Kafka defines")
+    topics = frozenset(v.text(compact=True) for _ in range(v.count()))
+    resolved, timestamp = v.int64(), v.int64()
     v.tags()
-    return epoch
-
-
-def _target(data: bytes) -> Partitions:
-    v = _value(data)
-    parts = v.partitions()
-    v.tags()
-    return parts
-
-
-def _metadata(data: bytes) -> tuple[TopicMetadata, ...]:
-    v = _value(data)
-    topics = []
-    for _ in range(v.count()):
-        topic_id, name, count = v.uuid(), v.text(), v.fixed(_I32)
-        for _ in range(v.count()):  # per-partition racks: read past them
-            v.fixed(_I32)
-            for _ in range(v.count()):
-                v.string()
-            v.tags()
-        v.tags()
-        topics.append(TopicMetadata(topic_id, name, count))
-    v.tags()
-    return tuple(topics)
-
-
-def _member(data: bytes) -> MemberSubscriptionValue:
-    v = _value(data)
-    instance_id, rack_id, client_id, client_host = v.string(), v.string(), v.text(), v.text()
-    names = tuple(v.text() for _ in range(v.count()))
-    regex, timeout, assignor = v.string(), v.fixed(_I32), v.string()
-    v.tags()  # tag 0 is the classic protocol's metadata, which members of these groups never carry
-    return MemberSubscriptionValue(
-        instance_id, rack_id, client_id, client_host, names, regex, timeout, assignor
-    )
-
-
-def _current(data: bytes) -> CurrentAssignmentValue:
-    v = _value(data)
-    epoch, previous, state = v.fixed(_I32), v.fixed(_I32), v.fixed(_I8)
-    assigned, pending = v.partitions(), v.partitions()
-    v.tags()
-    return CurrentAssignmentValue(epoch, previous, state, assigned, pending)
-
-
-def _regex(data: bytes) -> ResolvedRegex:
-    v = _value(data)
-    topics = frozenset(v.text() for _ in range(v.count()))
-    version, timestamp = v.fixed(_I64), v.fixed(_I64)
-    v.tags()
-    return ResolvedRegex(topics, version, timestamp)
+    v.end()
+    return ResolvedRegex(topics, resolved, timestamp)
 
 
 def replay(coordinator, key_version: int, key: bytes, value: bytes | None) -> None:
