@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from ._runtime import ZERO_UUID
+
 __all__ = [
     "AlterConfigOpType",
     "ConfigResourceType",
@@ -14,9 +16,11 @@ __all__ = [
     "IsolationLevel",
     "ListOffsetsTimestamp",
     "NO_TIMESTAMP",
+    "ZERO_UUID",
 ]
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+# ZERO_UUID: Uuid.ZERO_UUID, "no topic id" (from _runtime, where the generated classes take it)
 
 
 class ConfigResourceType(IntEnum):

@@ -2,7 +2,9 @@
 leader, sent again as soon as its answer is in, so the next records are on the way while the caller
 processes these; answers are kept whole and turned into records only as ``poll`` asks for them.
 
-Full fetch requests (no incremental session), topic names up to Fetch v12 and topic ids from v13.
+Full fetch requests (no incremental session), topic names up to Fetch v12 and topic ids from v13; a
+v18 request leaves each partition's HighWatermark (KIP-1166, a follower's) at its default, as Kafka's
+consumer does.
 read_committed skips the batches of aborted transactions as Kafka's FetchCollector does: from the first
 offset the broker lists for an aborted transaction of a producer until that producer's abort marker."""
 
@@ -14,6 +16,7 @@ from collections import deque
 from typing import Any
 
 from kconform.codecs import DecodeError
+from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.errors import error_for
 from kconform.codecs.messages import FetchRequest, ListOffsetsRequest
 from kconform.codecs.records import decode_batch_header, iter_batches
@@ -238,10 +241,14 @@ class Fetcher:
             )
         topics = []
         for topic, parts in by_topic.items():
-            topic_id = metadata.topic_id(topic)
-            if version >= 13 and not topic_id:
+            # AbstractFetch.createFetchRequest: v12 at most unless every topic has an id (a zero id is
+            # none, as from a broker below Metadata v10).
+            topic_id = metadata.known_topic_id(topic)
+            if version >= 13 and topic_id is None:
                 version = 12  # no topic id known: ask by name
-            topics.append(FetchRequest.FetchTopic(topic=topic, topic_id=topic_id, partitions=parts))
+            topics.append(
+                FetchRequest.FetchTopic(topic=topic, topic_id=topic_id or ZERO_UUID, partitions=parts)
+            )
         request = FetchRequest(
             replica_id=-1,
             max_wait_ms=self.max_wait_ms,

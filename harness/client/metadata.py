@@ -1,15 +1,24 @@
 """What the client knows of the cluster: brokers, topics, partition leaders. Pure data, built from a
-MetadataResponse; the network client keeps the newest and replaces it whole."""
+MetadataResponse; the network client keeps the newest and replaces it whole.
+
+Metadata v13 (KIP-1102) has a top-level error code. Kafka's client acts on one value,
+REBOOTSTRAP_REQUIRED: it takes nothing from that answer and starts again from its bootstrap servers
+(NetworkClient.DefaultMetadataUpdater.handleSuccessfulResponse); any other value changes nothing. Here
+such an answer leaves the metadata as it was (the network client owns the connections)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.errors import error_for
 
 __all__ = ["BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo"]
 
 NO_LEADER = -1
+# Errors.REBOOTSTRAP_REQUIRED (Kafka 4.0, KIP-1102): the metadata is stale, rebootstrap. The codecs'
+# error table (errors.tsv, to code 128) does not name it yet.
+REBOOTSTRAP_REQUIRED = 129
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,10 @@ class ClusterMetadata:
     @classmethod
     def from_response(cls, response, previous: ClusterMetadata | None = None, *, merge: bool = True):
         """Metadata from a MetadataResponse. With ``merge`` the topics the response does not mention
-        keep what ``previous`` knew (a client asking about a few topics must not forget the others)."""
+        keep what ``previous`` knew (a client asking about a few topics must not forget the others).
+        A v13 answer that asks for a rebootstrap is not taken: ``previous`` stays (empty without one)."""
+        if getattr(response, "error_code", 0) == REBOOTSTRAP_REQUIRED:
+            return previous if previous is not None else cls()
         brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers}
         topics = dict(previous.topics) if (merge and previous is not None) else {}
         for t in response.topics:
@@ -101,6 +113,12 @@ class ClusterMetadata:
     def topic_id(self, topic: str) -> bytes | None:
         info = self.topics.get(topic)
         return None if info is None else info.topic_id
+
+    def known_topic_id(self, topic: str):
+        """The topic's id, or None when the metadata has none for it (an unknown topic, or a broker
+        below Metadata v10, whose answers carry the zero id): what a request naming topics by id needs."""
+        topic_id = self.topic_id(topic)
+        return None if topic_id is None or topic_id == ZERO_UUID else topic_id
 
     def topic_name(self, topic_id) -> str | None:
         for info in self.topics.values():

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from enum import Enum
 
+from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.errors import error_for
 from kconform.codecs.messages import ProduceRequest
 
@@ -19,7 +20,7 @@ from .errors import BrokerError, ClientError, DeliveryTimedOut, RequestTimedOut
 from .network import NetworkClient
 from .transaction_manager import TransactionManager
 
-__all__ = ["Outcome", "Sender", "produce_outcome"]
+__all__ = ["Outcome", "Sender", "produce_outcome", "produce_version_cap"]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ _OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 _DUPLICATE_SEQUENCE_NUMBER = 46
 _PRODUCE_MIN_V2 = 3  # Produce v3 is the first to carry record batches (magic 2)
 _PRODUCE_TXN_V1_MAX = 11  # newer versions let the broker add partitions itself (transactions v2)
+_PRODUCE_BY_NAME_MAX = 12  # v13 names topics by id only (KIP-516)
 
 
 class Outcome(Enum):
@@ -70,6 +72,21 @@ def produce_outcome(
     if may_retry and error_retriable:
         return Decision(Outcome.RETRY, invalid_metadata)
     return Decision(Outcome.FAIL, invalid_metadata)
+
+
+def produce_version_cap(*, transactional: bool, every_topic_id_known: bool) -> int | None:
+    """The highest Produce version a request may use, or None for no cap of its own.
+
+    A transactional producer stays at v11: this producer adds partitions with AddPartitionsToTxn
+    (transactions v1), and v12 would tell the broker to add them itself (Sender.sendProduceRequest's
+    ``useTransactionV1Version``, ProduceRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2). v13 names
+    topics by id alone, so a request with a topic whose id the metadata lacks (a broker below Metadata
+    v10) stays at v12, as a consumer's Fetch stays at v12 without ids (AbstractFetch.createFetchRequest)."""
+    if transactional:
+        return _PRODUCE_TXN_V1_MAX
+    if not every_topic_id_known:
+        return _PRODUCE_BY_NAME_MAX
+    return None
 
 
 class Sender:
@@ -186,15 +203,23 @@ class Sender:
             by_topic.setdefault(batch.topic, []).append(
                 ProduceRequest.PartitionProduceData(index=batch.partition, records=batch.encode(compression))
             )
+        # Sender.sendProduceRequest: each topic carries its name and its id from the metadata
+        # (topicIdsForBatches); the version decides which one goes on the wire.
+        metadata = self.client.metadata
+        topic_ids = {topic: metadata.known_topic_id(topic) for topic in by_topic}
         request = ProduceRequest(
             transactional_id=txn.transactional_id if txn is not None else None,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=[
-                ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()
+                ProduceRequest.TopicProduceData(name=t, topic_id=topic_ids[t] or ZERO_UUID, partition_data=p)
+                for t, p in by_topic.items()
             ],
         )
-        cap = _PRODUCE_TXN_V1_MAX if txn is not None and txn.transactional else None
+        cap = produce_version_cap(
+            transactional=txn is not None and txn.transactional,
+            every_topic_id_known=all(topic_ids.values()),
+        )
         try:
             version = conn.version_for(_PRODUCE, cap=cap, floor=_PRODUCE_MIN_V2)
             future = conn.send_nowait(_PRODUCE, request, version=version, expect_response=self.acks != 0)
@@ -205,9 +230,14 @@ class Sender:
         self.in_flight[node] = self.in_flight.get(node, 0) + 1
         self.stats["requests"] += 1
         self.on_wire += len(batches)
-        future.add_done_callback(lambda f: self._on_response(node, batches, f))
+        # v13 answers name topics by id alone: read them back with the ids this request was sent with
+        # (Sender.handleProduceResponse, with the topic names taken before sending).
+        names = {topic_id: topic for topic, topic_id in topic_ids.items() if topic_id is not None}
+        future.add_done_callback(lambda f: self._on_response(node, batches, f, names))
 
-    def _on_response(self, node: int, batches: list[ProducerBatch], future: asyncio.Future) -> None:
+    def _on_response(
+        self, node: int, batches: list[ProducerBatch], future: asyncio.Future, names: dict | None = None
+    ) -> None:
         self.in_flight[node] -= 1
         self.on_wire -= len(batches)
         now = self.clock()
@@ -223,8 +253,10 @@ class Sender:
         else:
             answers = {}
             for topic in future.result().responses:
+                # By id when the answer carries one this request used (v13), else by name.
+                name = (names or {}).get(topic.topic_id, topic.name)
                 for part in topic.partition_responses:
-                    answers[(topic.name, part.index)] = part
+                    answers[(name, part.index)] = part
             for batch in batches:
                 part = answers.get((batch.topic, batch.partition))
                 if part is None:

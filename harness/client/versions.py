@@ -8,20 +8,20 @@ from __future__ import annotations
 __all__ = ["CLIENT_MAX_VERSIONS", "client_max_version"]
 
 CLIENT_MAX_VERSIONS: dict[int, int] = {
-    0: 11,  # Produce: v12 is transactions v2, v13 names topics by id
-    1: 17,  # Fetch
-    2: 10,  # ListOffsets
-    3: 12,  # Metadata: v13 adds a top-level error code
-    8: 9,  # OffsetCommit: v10 names topics by id
-    9: 9,  # OffsetFetch: v10 names topics by id
-    15: 5,  # DescribeGroups
+    0: 13,  # Produce: v13 names topics by id; a transaction stays at v11 (the sender's transactions-v1 cap)
+    1: 18,  # Fetch: v18's HighWatermark is the follower's; a consumer leaves it at its default
+    2: 11,  # ListOffsets: v11 may ask for -6, the earliest offset not yet in tiered storage
+    3: 13,  # Metadata: v13 adds a top-level error code (REBOOTSTRAP_REQUIRED)
+    8: 10,  # OffsetCommit: v10 names topics by id (consumer protocol, every id known: consumer.py)
+    9: 10,  # OffsetFetch: v10 names topics by id (as OffsetCommit; the admin stays at v9)
+    15: 6,  # DescribeGroups: v6 answers an unknown group GROUP_ID_NOT_FOUND with a message
     22: 5,  # InitProducerId: v6 is two-phase commit (unstable)
-    27: 1,  # WriteTxnMarkers
-    28: 4,  # TxnOffsetCommit
-    35: 4,  # DescribeLogDirs
-    60: 1,  # DescribeCluster
-    66: 1,  # ListTransactions
-    69: 0,  # ConsumerGroupDescribe
+    27: 2,  # WriteTxnMarkers: v2 gives each marker its transaction version (not sent by the client)
+    28: 5,  # TxnOffsetCommit: v5 only in transactions v2, which transactions.py does not run
+    35: 5,  # DescribeLogDirs: v5 adds is_cordoned (not sent by the client)
+    60: 2,  # DescribeCluster: v2 can list fenced brokers (admin include_fenced_brokers)
+    66: 2,  # ListTransactions: v2 filters by transactional id pattern (not sent by the client)
+    69: 1,  # ConsumerGroupDescribe: v1 gives each member its type (admin MemberDescription.upgraded)
 }
 
 

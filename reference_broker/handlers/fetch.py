@@ -11,18 +11,25 @@ partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (from v16 a fence
 current leader);
 a partition that cannot be read (offset out of range, ...; an unexpected failure, such as a negative
 max bytes reaching a segment, is UNKNOWN_SERVER_ERROR) reports -1 for its high watermark and log start
-and last stable offsets; from v13 topics are named by id (UNKNOWN_TOPIC_ID)."""
+and last stable offsets; from v13 topics are named by id (UNKNOWN_TOPIC_ID). v18's tagged partition
+HighWatermark (KIP-1166, the replica's own high watermark) is read only by the KRaft quorum's fetch
+handling (KafkaRaftClient, KAFKA-14145), which answers a follower at once when its high watermark is
+behind the leader's; KafkaApis.handleFetchRequest builds its partitions with FetchRequest.fetchData
+(fetch offset, log start offset, max bytes, current and last fetched leader epochs), so a partition
+fetch is the same whatever the field holds, from a consumer (which leaves it at its default, Long.MAX)
+or a follower."""
 
 from __future__ import annotations
 
 import logging
 
-from kconform.codecs._runtime import ZERO_UUID
+from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import FetchResponse
 
+from ..down_conversion import UnsupportedCompressionForDownConversion, down_convert, fetch_magic
 from ..fetch_sessions import CachedPartition
-from ..partition import PartitionError
+from ..partition import LogSlice, PartitionError
 from . import handles
 
 log = logging.getLogger(__name__)
@@ -155,6 +162,12 @@ async def fetch(broker, ctx, request) -> FetchResponse:
 
         await broker.purgatory.wait_until(watch, enough, request.max_wait_ms / 1000, clock=broker.clock)
         results, total, errored = state.get("read", (results, total, errored))
+    magic = fetch_magic(version)
+    if magic is not None and not is_follower:
+        results = {
+            key: _down_converted(broker, key, data, magic, context.partitions[key].fetch_offset)
+            for key, data in results.items()
+        }
     session_id = 0
     if context.kind == "full":
         for key, data in results.items():
@@ -183,6 +196,25 @@ async def fetch(broker, ctx, request) -> FetchResponse:
         responses=_group(version, results),
         node_endpoints=_point_to_leaders(broker, results) if version >= 16 else [],
     )
+
+
+def _down_converted(broker, key, data: PartitionData, magic: int, fetch_offset: int) -> PartitionData:
+    """Fetch v0-3 carry magic 0/1 only: KafkaApis.handleFetchRequest (Kafka 3.x) down-converts what
+    it read (``maybeConvertFetchedData``), refusing with UNSUPPORTED_VERSION where the topic's
+    message.downconversion.enable is false and with UNSUPPORTED_COMPRESSION_TYPE for zstd batches."""
+    if data.error_code != Errors.NONE or not data.records:
+        return data
+    partition = broker.partition_by_key(key[0], key[1], by_id=False)
+    default = broker.config["log.message.downconversion.enable"]
+    enabled = partition.settings.get("message.downconversion.enable", str(default)).lower() == "true"
+    if not enabled:
+        return _error_data(data.partition_index, Errors.UNSUPPORTED_VERSION)
+    try:
+        stored = data.records.read() if isinstance(data.records, LogSlice) else data.records
+        data.records = down_convert(stored, magic, fetch_offset)
+    except UnsupportedCompressionForDownConversion:
+        return _error_data(data.partition_index, Errors.UNSUPPORTED_COMPRESSION_TYPE)
+    return data
 
 
 def _point_to_leaders(broker, results: dict) -> list:

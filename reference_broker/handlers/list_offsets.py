@@ -1,17 +1,22 @@
 """ListOffsets (key 2): offsets by timestamp, and the special timestamps.
 
-Kafka's rules (KafkaApis.handleListOffsetRequest, Partition.fetchOffsetForTimestamp): -2 is the log
-start offset, -1 the high watermark (read_uncommitted) or last stable offset (read_committed, v2+),
-or for a request with a replica id other than -1 (no isolation level) the log end offset,
--3 (v7+) the offset and timestamp of the record with the largest timestamp, -4 (v8+) the local log
-start, other values the first offset whose timestamp is at or after it, never past that same limit
-(no match: offset -1, timestamp -1); v0 answers with a list of old-style offsets; a partition named
-twice in one request is INVALID_REQUEST (v1+); current_leader_epoch is checked as in Fetch."""
+Kafka's rules (KafkaApis.handleListOffsetRequest, ReplicaManager.fetchOffset,
+Partition.fetchOffsetForTimestamp, UnifiedLog.fetchOffsetByTimestamp): -2 is the log start offset, -1
+the high watermark (read_uncommitted) or last stable offset (read_committed, v2+), or for a request
+with a replica id other than -1 (no isolation level) the log end offset, -3 (v7+) the offset and
+timestamp of the record with the largest timestamp, -4 (v8+) the local log start, -5 (v9+, the last
+tiered offset) and -6 (v11+, the earliest offset not yet uploaded to tiered storage, KIP-1023) offset
+-1 as a log without tiered storage answers them, other values the first offset whose timestamp is at or
+after it, never past that same limit (no match: offset -1, timestamp -1); a negative timestamp that is
+no special one, or one the request's version does not have yet, is UNSUPPORTED_VERSION; v0 answers
+with a list of old-style offsets; a partition named twice in one request is INVALID_REQUEST (v1+);
+current_leader_epoch is checked as in Fetch."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from kconform.codecs.constants import ListOffsetsTimestamp
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import ListOffsetsResponse
 
@@ -21,7 +26,31 @@ from . import handles
 
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 CONSUMER_REPLICA_ID = -1
-LATEST = -1
+LATEST = ListOffsetsTimestamp.LATEST
+
+# ReplicaManager.timestampMinSupportedVersion (Kafka 4.2; KafkaApis.handleListOffsetRequestV1AndAbove
+# in 3.x, without -6): the first request version that may ask for each special timestamp.
+TIMESTAMP_MIN_VERSION: dict[int, int] = {
+    ListOffsetsTimestamp.EARLIEST: 1,
+    ListOffsetsTimestamp.LATEST: 1,
+    ListOffsetsTimestamp.MAX_TIMESTAMP: 7,
+    ListOffsetsTimestamp.EARLIEST_LOCAL: 8,
+    ListOffsetsTimestamp.LATEST_TIERED: 9,
+    ListOffsetsTimestamp.EARLIEST_PENDING_UPLOAD: 11,
+}
+# UnifiedLog.fetchOffsetByTimestamp without remote storage (remoteLogEnabled() false): LATEST_TIERED
+# and EARLIEST_PENDING_UPLOAD (fetchEarliestPendingUploadOffset) are TimestampAndOffset(NO_TIMESTAMP,
+# -1, Optional.of(-1)), which ReplicaManager.fetchOffset answers as offset -1, timestamp -1, epoch -1.
+_TIERED_ONLY = frozenset({ListOffsetsTimestamp.LATEST_TIERED, ListOffsetsTimestamp.EARLIEST_PENDING_UPLOAD})
+
+
+def timestamp_unsupported(timestamp: int, version: int) -> bool:
+    """ReplicaManager.isListOffsetsTimestampUnsupported (v1+); at v0 every timestamp below -2, as v0
+    knows only -1 and -2 (KafkaApis.handleListOffsetRequestV0 in 3.x)."""
+    if version == 0:
+        return timestamp < ListOffsetsTimestamp.EARLIEST
+    first = TIMESTAMP_MIN_VERSION.get(timestamp)
+    return timestamp < 0 and (first is None or version < first)
 
 
 @handles(2)
@@ -35,19 +64,27 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
         for p in topic.partitions:
             out = Partition(partition_index=p.partition_index)
             partition = broker.partition(topic.name, p.partition_index)
+            current_leader_epoch = p.current_leader_epoch if version >= 4 else -1
+            # ReplicaManager.fetchOffset's order: duplicates, then the timestamp's version, then the
+            # partition (getPartitionOrException).
             if version >= 1 and counts[(topic.name, p.partition_index)] > 1:
                 out.error_code = Errors.INVALID_REQUEST
+            elif timestamp_unsupported(p.timestamp, version):
+                out.error_code = Errors.UNSUPPORTED_VERSION
             elif partition is None:
                 out.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 try:
                     if version == 0:
                         out.old_style_offsets = partition.legacy_offsets(p.timestamp, p.max_num_offsets)
+                    elif p.timestamp in _TIERED_ONLY:
+                        partition.check_leader_epoch(current_leader_epoch)
+                        out.offset, out.timestamp, out.leader_epoch = -1, -1, -1
                     else:
                         offset, timestamp, epoch = partition.offset_for_timestamp(
                             p.timestamp,
                             read_committed=read_committed,
-                            current_leader_epoch=p.current_leader_epoch if version >= 4 else -1,
+                            current_leader_epoch=current_leader_epoch,
                             from_consumer=request.replica_id == CONSUMER_REPLICA_ID,
                         )
                         if p.timestamp == LATEST and planted.active("list-offsets-latest-off-by-one"):

@@ -7,7 +7,11 @@ UNKNOWN_TOPIC_OR_PARTITION this time (a KRaft broker forwards the creation to th
 answers before it lands: AutoTopicCreationManager.sendCreateTopicRequest), found by the next request;
 illegal names get INVALID_TOPIC_EXCEPTION; topics asked for by id (v12+) that do not exist get
 UNKNOWN_TOPIC_ID, and v10-11 requests with a null name or a topic id fail whole with INVALID_REQUEST
-(MetadataRequest.getErrorResponse)."""
+(MetadataRequest.getErrorResponse). v13 (KIP-1102) adds a top-level error code: a successful answer
+leaves it NONE (MetadataResponse.prepareResponse never sets it); only MetadataRequest.getErrorResponse,
+Kafka's answer to an exception out of the handler, fills it in. REBOOTSTRAP_REQUIRED, which clients
+act on (NetworkClient.DefaultMetadataUpdater.handleSuccessfulResponse), is on no code path of Kafka's
+broker."""
 
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ def topic_metadata(
 
 
 def _error_topic(name, topic_id, code: int) -> MetadataResponse.MetadataResponseTopic:
-    from kconform.codecs._runtime import ZERO_UUID
+    from kconform.codecs.constants import ZERO_UUID
 
     return MetadataResponse.MetadataResponseTopic(
         error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[]
@@ -58,8 +62,10 @@ def _error_topic(name, topic_id, code: int) -> MetadataResponse.MetadataResponse
 
 
 def _invalid_request(request) -> MetadataResponse:
-    """MetadataRequest.getErrorResponse: every topic asked for, with the error and no partitions."""
+    """MetadataRequest.getErrorResponse: every topic asked for, with the error and no partitions, and
+    the error in the top-level error code too (written from v13)."""
     return MetadataResponse(
+        error_code=Errors.INVALID_REQUEST,
         brokers=[],
         cluster_id=None,
         controller_id=-1,
@@ -123,6 +129,7 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
         topics=topics,
+        error_code=Errors.NONE,  # v13+: MetadataResponse.prepareResponse leaves it at its default
         cluster_authorized_operations=(
             _ALL_CLUSTER_OPERATIONS
             if 8 <= version <= 10 and request.include_cluster_authorized_operations

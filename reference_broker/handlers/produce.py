@@ -2,28 +2,52 @@
 
 Kafka's rules (KafkaApis.handleProduceRequest, ReplicaManager.handleProduceAppend/appendRecords), in
 Kafka's order: the first batch of every partition is read first, and a corrupt one fails the whole
-request (``check_request_records``); then unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION
-and the others go through ProduceRequest.validateRecords and the transactional-batch walk
-(``check_partition_records``: partition errors, or again a failure of the whole request); only the
-partitions left reach the acks check, where anything but -1, 0 or 1 is INVALID_REQUIRED_ACKS for each.
-Each partition's records are then validated and appended on their own, so one bad partition does not
-fail the others; acks=-1 waits until the high watermark passes the append (or the request times out
-with REQUEST_TIMED_OUT); acks=0 sends no response, and closes the connection when any partition
-failed, so the client notices."""
+request (``check_request_records``); from v13 topics are named by id (KIP-516), and an id the broker
+does not know gets UNKNOWN_TOPIC_ID for each of its partitions; then unknown topics or partitions get
+UNKNOWN_TOPIC_OR_PARTITION and the others go through ProduceRequest.validateRecords and the
+transactional-batch walk (``check_partition_records``: partition errors, or again a failure of the
+whole request); a transactional batch is then checked with the transaction coordinator (KIP-890:
+verified before v12, added to the transaction from v12), and only the partitions left reach the acks
+check, where anything but -1, 0 or 1 is INVALID_REQUIRED_ACKS for each. Each partition's records
+are then validated and appended on their own, so one bad partition does not fail the others; acks=-1
+waits until the high watermark passes the append (or the request times out with REQUEST_TIMED_OUT);
+acks=0 sends no response, and closes the connection when any partition failed, so the client notices."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 
-from kconform.codecs.errors import Errors
+from kconform.codecs.errors import Errors, error_for
 from kconform.codecs.messages import ProduceResponse
 
 from ..dispatch import CloseConnection
 from ..partition import PartitionError
+from ..transactions.coordinator import TxnError
 from ..validation import RecordsRejected, RejectionScope, check_partition_records, check_request_records
 from . import handles
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
+# Produce v13 names topics by id (KIP-516); v12 is the last version that names them.
+FIRST_TOPIC_ID_VERSION = 13
+# AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation: v11 is
+# GENERIC_ERROR_SUPPORTED (the producer knows TRANSACTION_ABORTABLE), v12 and later ADD_PARTITION.
+FIRST_GENERIC_ERROR_VERSION = 11
+FIRST_ADD_PARTITION_VERSION = 12
+# The client transaction version the coordinator records for a partition a v12+ produce adds: the
+# leader sends AddPartitionsToTxn v4+ (Builder.forBroker), which the coordinator's broker takes as TV_2
+# (TransactionVersion.transactionVersionForAddPartitionsToTxn).
+ADDED_BY_PRODUCE_TRANSACTION_VERSION = 2
+# ReplicaManager.handleProduceAppend's postVerificationCallback turns these coordinator errors into
+# NOT_ENOUGH_REPLICAS, a retriable error that does not make old producers refresh their metadata.
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset(
+    {
+        Errors.NETWORK_EXCEPTION,
+        Errors.COORDINATOR_LOAD_IN_PROGRESS,
+        Errors.COORDINATOR_NOT_AVAILABLE,
+        Errors.NOT_COORDINATOR,
+    }
+)
 
 
 def _error(index: int, code: int, message: str | None = None, record_errors=()) -> PartitionResponse:
@@ -41,6 +65,32 @@ def _error(index: int, code: int, message: str | None = None, record_errors=()) 
     )
 
 
+def _topic_key(topic_data, version: int):
+    """How Kafka keys the topic (its TopicIdPartition): by id from v13, by name before."""
+    return topic_data.topic_id if version >= FIRST_TOPIC_ID_VERSION else topic_data.name
+
+
+def _topic_name(broker, topic_data, version: int) -> str | None:
+    """The topic's name, or None for a v13+ topic id the broker does not know.
+
+    KafkaApis.handleProduceRequest (Kafka 4.1+) takes ``metadataCache.getTopicName(topicId)`` or else
+    the request's name, which v13 does not carry (""), and answers UNKNOWN_TOPIC_ID when that is empty
+    and the version is above 12; a zero id at v13 goes the same way."""
+    if version < FIRST_TOPIC_ID_VERSION:
+        return topic_data.name
+    topic = broker.topics.by_id(topic_data.topic_id)
+    return None if topic is None else topic.name
+
+
+def _topic_response(topic_data, version: int, parts: list) -> ProduceResponse.TopicProduceResponse:
+    """ProduceResponse's topics keyed as the request's were (ProduceResponse.toData and
+    ProduceRequest.getErrorResponse find them by name and id): the request's topic id from v13, where
+    the name is not on the wire, and the name before."""
+    if version >= FIRST_TOPIC_ID_VERSION:
+        return ProduceResponse.TopicProduceResponse(topic_id=topic_data.topic_id, partition_responses=parts)
+    return ProduceResponse.TopicProduceResponse(name=topic_data.name, partition_responses=parts)
+
+
 @handles(0)
 async def produce(broker, ctx, request) -> ProduceResponse | None:
     version = ctx.api_version
@@ -50,37 +100,46 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             for data in topic_data.partition_data:
                 check_request_records(data.records)
     except RecordsRejected as exc:
-        return _fail_request(request, exc)
-    checked: dict[tuple[str, int], PartitionResponse | None] = {}
-    for topic_data in request.topic_data:
+        return _fail_request(request, exc, version)
+    names = [_topic_name(broker, topic_data, version) for topic_data in request.topic_data]
+    checked: dict[tuple[str | uuid.UUID, int], PartitionResponse | None] = {}
+    for topic_data, name in zip(request.topic_data, names, strict=True):
+        topic_key = _topic_key(topic_data, version)
         for data in topic_data.partition_data:
-            if broker.partition(topic_data.name, data.index) is None:
-                checked[(topic_data.name, data.index)] = _error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            key = (topic_key, data.index)
+            if name is None:
+                checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_ID)
+                continue
+            if broker.partition(name, data.index) is None:
+                checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
                 check_partition_records(data.records, produce_version=version)
             except RecordsRejected as exc:
                 if exc.scope is not RejectionScope.PARTITION:
-                    return _fail_request(request, exc)
-                checked[(topic_data.name, data.index)] = _error(data.index, exc.error_code)
+                    return _fail_request(request, exc, version)
+                checked[key] = _error(data.index, exc.error_code)
                 continue
-            checked[(topic_data.name, data.index)] = None
-    results: list[tuple[str, list[PartitionResponse]]] = []
+            checked[key] = None
+    responses: list[ProduceResponse.TopicProduceResponse] = []
     waits = []
-    for topic_data in request.topic_data:
+    for topic_data, name in zip(request.topic_data, names, strict=True):
+        topic_key = _topic_key(topic_data, version)
         partitions = []
         for data in topic_data.partition_data:
-            early = checked[(topic_data.name, data.index)]
+            early = checked[(topic_key, data.index)]
             if early is not None:
                 partitions.append(early)
                 continue
+            partition = broker.partition(name, data.index)
+            # handleProduceAppend checks the transaction before appendRecords checks acks: a
+            # partition the coordinator refused keeps that error whatever the acks.
+            refused, message = _transaction_check(broker, partition, data.records, request, version)
+            if refused:
+                partitions.append(_error(data.index, refused, message))
+                continue
             if acks not in (-1, 0, 1):
                 partitions.append(_error(data.index, Errors.INVALID_REQUIRED_ACKS))
-                continue
-            partition = broker.partition(topic_data.name, data.index)
-            unverified = _unverified_transaction(broker, partition, data.records, request, version)
-            if unverified:
-                partitions.append(_error(data.index, unverified))
                 continue
             try:
                 appended = partition.append_records(
@@ -102,61 +161,108 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             partitions.append(response)
             if acks == -1 and appended.last_offset >= 0:
                 waits.append((partition, appended.last_offset + 1, response))
-        results.append((topic_data.name, partitions))
+        responses.append(_topic_response(topic_data, version, partitions))
     if waits:
         await _await_replication(broker, waits, request.timeout_ms)
     if acks == 0:
-        if any(p.error_code for _, parts in results for p in parts):
+        if any(p.error_code for topic in responses for p in topic.partition_responses):
             raise CloseConnection
         return None
-    responses = [
-        ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts) for name, parts in results
-    ]
     return ProduceResponse(responses=responses)
 
 
-def _unverified_transaction(broker, partition, records, request, version: int) -> int:
-    """KIP-890 verification (``transaction.partition.verification.enable``): the first transactional
-    batch of a producer in a partition is accepted only if the coordinator has that partition in the
-    producer's ongoing transaction; a late write from an aborted or fenced transaction is refused."""
-    if (
-        version < 3
-        or request.transactional_id is None
-        or not broker.config["transaction.partition.verification.enable"]
-    ):
-        return Errors.NONE
+def _transaction_check(broker, partition, records, request, version: int) -> tuple[int, str | None]:
+    """KIP-890 for the first transactional batch of a producer in a partition (ReplicaManager
+    ``maybeSendPartitionsToTransactionCoordinator``), as (error code, message); NONE lets it through.
+
+    Before v12 the leader only verifies (AddPartitionsToTxn with verifyOnly, when
+    ``transaction.partition.verification.enable`` is on): the partition must already be in the
+    producer's ongoing transaction, so a late write from an aborted or fenced transaction is refused.
+    From v12 (ADD_PARTITION, whose ``supportsEpochBump`` skips the configuration check) the leader asks
+    the coordinator to add the partition itself (``AddPartitionsToTxnManager.addOrVerifyTransaction``:
+    ``setVerifyOnly(!supportsEpochBump)``). Kafka does this whatever the cluster's finalized
+    ``transaction.version``: neither ``KafkaApis.handleProduceRequest``, ReplicaManager nor
+    ``TransactionCoordinator.handleAddPartitionsToTransaction`` reads the feature, and
+    ``KafkaApis.handleAddPartitionsToTxnRequest`` takes the transaction version from the
+    AddPartitionsToTxn version (TV_2). Keeping a transactional producer at v11 while transactions v2
+    are not finalized is the producer's part (``Sender.sendProduceRequest``, ``useTransactionV1Version``)."""
+    adds = version >= FIRST_ADD_PARTITION_VERSION
+    if version < 3 or request.transactional_id is None:
+        return Errors.NONE, None
+    if not adds and not broker.config["transaction.partition.verification.enable"]:
+        return Errors.NONE, None
     from kconform.codecs import DecodeError
     from kconform.codecs.records import decode_batch_header
 
     try:
         header = decode_batch_header(bytes(records))
     except (DecodeError, TypeError):
-        return Errors.NONE  # validation answers malformed input
+        return Errors.NONE, None  # validation answers malformed input
     if not header.is_transactional or header.producer_id < 0:
-        return Errors.NONE
+        return Errors.NONE, None
     entry = partition.log.producer_state(header.producer_id)
-    if entry is not None and entry.current_txn_first_offset is not None:
-        return Errors.NONE  # the transaction is already open here
+    if (
+        entry is not None
+        and entry.current_txn_first_offset is not None
+        and entry.producer_epoch == header.producer_epoch
+    ):
+        return Errors.NONE, None  # UnifiedLog.hasOngoingTransaction: the transaction is open here
     key = (partition.topic_name, partition.index)
-    codes = broker.transaction_coordinator.verify_partitions(
-        request.transactional_id, header.producer_id, header.producer_epoch, {key}
-    )
-    # Producers expect INVALID_PRODUCER_EPOCH here (AddPartitionsToTxnManager's translation).
-    return Errors.INVALID_PRODUCER_EPOCH if codes[key] == Errors.PRODUCER_FENCED else codes[key]
+    coordinator = broker.transaction_coordinator
+    if adds:
+        try:
+            coordinator.add_partitions(
+                request.transactional_id,
+                header.producer_id,
+                header.producer_epoch,
+                {key},
+                transaction_version=ADDED_BY_PRODUCE_TRANSACTION_VERSION,
+            )
+            code = Errors.NONE
+        except TxnError as exc:
+            code = exc.code
+    else:
+        code = coordinator.verify_partitions_in_transaction(
+            request.transactional_id, header.producer_id, header.producer_epoch, {key}
+        )[key]
+    return transaction_check_answer(code, version)
 
 
-def _fail_request(request, exc: RecordsRejected) -> ProduceResponse | None:
+def transaction_check_answer(code: int, version: int) -> tuple[int, str | None]:
+    """What a producer hears of the coordinator's answer, as (error code, message).
+
+    AddPartitionsToTxnManager (AddPartitionsToTxnHandler.onComplete): PRODUCER_FENCED becomes
+    INVALID_PRODUCER_EPOCH, and TRANSACTION_ABORTABLE becomes INVALID_TXN_STATE for producers before
+    v11 (DEFAULT_ERROR). ReplicaManager.handleProduceAppend (postVerificationCallback): INVALID_TXN_STATE
+    gets the message "Partition was not added to the transaction"; NETWORK_EXCEPTION,
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR become
+    NOT_ENOUGH_REPLICAS, and so does CONCURRENT_TRANSACTIONS below v12 (from v12, transactions v2, it
+    is passed on as it is: common while a transaction ends, and retried by the producer)."""
+    if code == Errors.PRODUCER_FENCED:
+        code = Errors.INVALID_PRODUCER_EPOCH
+    elif code == Errors.TRANSACTION_ABORTABLE and version < FIRST_GENERIC_ERROR_VERSION:
+        code = Errors.INVALID_TXN_STATE
+    if code == Errors.INVALID_TXN_STATE:
+        return code, "Partition was not added to the transaction"
+    if code in _RETRY_AS_NOT_ENOUGH_REPLICAS or (
+        code == Errors.CONCURRENT_TRANSACTIONS and version < FIRST_ADD_PARTITION_VERSION
+    ):
+        message = "Unable to verify the partition has been added to the transaction. Underlying error: "
+        return Errors.NOT_ENOUGH_REPLICAS, message + error_for(code).name
+    return code, None
+
+
+def _fail_request(request, exc: RecordsRejected, version: int) -> ProduceResponse | None:
     """Kafka's ProduceRequest.getErrorResponse for an exception out of the handler: every partition
     gets the error (and its message); acks=0 closes the connection instead. Where Kafka's error path
     itself throws (null records) it never answers: the connection is closed here too."""
     if request.acks == 0 or exc.scope is RejectionScope.NO_RESPONSE:
         raise CloseConnection
     responses = [
-        ProduceResponse.TopicProduceResponse(
-            name=topic_data.name,
-            partition_responses=[
-                _error(data.index, exc.error_code, exc.error_message) for data in topic_data.partition_data
-            ],
+        _topic_response(
+            topic_data,
+            version,
+            [_error(data.index, exc.error_code, exc.error_message) for data in topic_data.partition_data],
         )
         for topic_data in request.topic_data
     ]

@@ -143,3 +143,73 @@ def test_an_idempotent_producer_never_writes_a_record_twice(kafka_target):
     offsets, read = asyncio.run(scenario())
     assert offsets == list(range(200))
     assert [bytes(r.value) for r in read] == [b"%d" % i for i in range(200)]
+
+
+def test_produce_by_topic_id_round_trips_and_an_unknown_id_is_unknown_topic_id(kafka_target):
+    # KafkaApis.handleProduceRequest (Produce v13, KIP-516, Kafka 4.1): topics are named by id; an id
+    # the broker cannot name is UNKNOWN_TOPIC_ID for each of its partitions (base offset -1), and the
+    # answer names each topic by the request's id. What was written reads back by id (Fetch v13+).
+    from kconform.codecs.messages import MetadataRequest, ProduceRequest
+    from kconform.codecs.records import Record, encode_batch
+
+    topic = _topic("conf-v13")
+    kafka_target.create_topic(topic, 1)
+
+    async def scenario():
+        client = NetworkClient(kafka_target.bootstrap)
+        try:
+            await client.wait_for_topic(topic, 10)
+            conn = await client.connection(client.metadata.leader_for(topic, 0))
+            if conn.versions.get(0, (0, 0))[1] < 13 or conn.versions.get(3, (0, 0))[1] < 10:
+                pytest.skip("the target does not offer Produce v13 (or Metadata v10 for topic ids)")
+            metadata = await conn.send(
+                3, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), version=10
+            )
+            topic_id = metadata.topics[0].topic_id
+            missing = uuid.uuid4()
+            records = encode_batch([Record(i, 1_700_000_000_000 + i, None, b"r%d" % i) for i in range(3)])
+            request = ProduceRequest(
+                acks=-1,
+                timeout_ms=5000,
+                topic_data=[
+                    ProduceRequest.TopicProduceData(
+                        topic_id=t,
+                        partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)],
+                    )
+                    for t in (topic_id, missing)
+                ],
+            )
+            response = await conn.send(0, request, version=13)
+            answers = {t.topic_id: t.partition_responses[0] for t in response.responses}
+            return answers[topic_id], answers[missing], await _fetch_all(kafka_target.bootstrap, topic, 0)
+        finally:
+            await client.close()
+
+    written, unknown, read = asyncio.run(scenario())
+    assert (written.error_code, written.base_offset) == (0, 0)
+    assert (unknown.error_code, unknown.base_offset) == (100, -1)  # UNKNOWN_TOPIC_ID
+    assert [bytes(r.value) for r in read] == [b"r0", b"r1", b"r2"]
+
+
+def test_metadata_v13_top_level_error_code_is_none(kafka_target):
+    # KIP-1102 (Metadata v13, Kafka 4.0): MetadataResponse.prepareResponse leaves the top-level error
+    # code at NONE; topic errors stay with their topics.
+    from kconform.codecs.messages import MetadataRequest
+
+    async def scenario():
+        client = NetworkClient(kafka_target.bootstrap)
+        try:
+            conn = await client.any_connection()
+            if conn.versions.get(3, (0, 0))[1] < 13:
+                pytest.skip("the target does not offer Metadata v13")
+            request = MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name=_topic("conf-absent"))],
+                allow_auto_topic_creation=False,
+            )
+            return await conn.send(3, request, version=13)
+        finally:
+            await client.close()
+
+    response = asyncio.run(scenario())
+    assert response.error_code == 0
+    assert [t.error_code for t in response.topics] == [3]  # UNKNOWN_TOPIC_OR_PARTITION
