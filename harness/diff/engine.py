@@ -14,6 +14,7 @@ from typing import Any
 
 from kconform.codecs import DecodeError, EncodeError, api_schema, encode_request
 from kconform.codecs.framing import decode_response_lenient
+from kconform.codecs.messages import MetadataRequest
 
 from ..client.network import parse_bootstrap
 from ..client.raw import Fate, RawClient, UnexpectedReply
@@ -27,6 +28,7 @@ from .tree import to_tree
 __all__ = ["CaseResult", "DiffEngine", "Exchange"]
 
 _REPLY_TIMEOUT = 10.0
+_METADATA, _METADATA_WITH_IDS = 3, 10  # Metadata gives topic ids from v10 (KIP-516)
 _API_VERSIONS = 18
 _JOIN_GROUP = 11
 
@@ -123,8 +125,10 @@ class DiffEngine:
                 )
                 continue
             version = op.version(*span)
+            if op.names_topics_by_id(version):
+                await self._learn_topic_ids(ctx, op.topics(ctx))
             # Most operations build one request for both; a step that carries ids each target gave
-            # out (a member id) builds one per side.
+            # out (a member id, a topic id) builds one per side.
             per_side = getattr(op, "body_for", None)
             bodies = (
                 [per_side(side, ctx, version) for side in "ab"] if per_side else [op.body(ctx, version)] * 2
@@ -238,6 +242,28 @@ class DiffEngine:
             _error_codes(tree),
             notes,
         )
+
+    async def _learn_topic_ids(self, ctx: Context, topics: list[str]) -> None:
+        """Each side's ids for ``topics``, from that side's Metadata (asked at the newest version both
+        sides offer, v10 at least; neither traced nor compared). A topic a side does
+        not know keeps the zero id, so the request then names an unknown topic on that side."""
+        span = self.version_range(_METADATA)
+        if span is None or span[1] < _METADATA_WITH_IDS:
+            return
+        version = span[1]
+        for side, link in zip("ab", self._links, strict=True):
+            request = MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name=name) for name in topics],
+                allow_auto_topic_creation=False,
+            )
+            try:
+                client = await link.client_for()
+                answer = await client.call(_METADATA, version, request)
+            except Exception:  # noqa: BLE001 - no ids: the exchange that follows shows what is wrong
+                continue
+            for topic in answer.topics:
+                if topic.name is not None:
+                    ctx.ids[(side, topic.name)] = topic.topic_id
 
     async def _create_by_side_door(self, op: CreateTopic, ctx: Context) -> None:
         for target in (self.a, self.b):

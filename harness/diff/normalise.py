@@ -40,8 +40,11 @@ RULES: dict[int, Rule] = {
             "node_endpoints[*].node_id",
             "responses[*].partition_responses[*].current_leader.leader_id",
         ),
-        why="addresses and node numbering are deployment details",
+        presence=("responses[*].topic_id",),
+        why="topic ids (v13+) are random; addresses and node numbering are deployment details",
     ),
+    8: Rule(presence=("topics[*].topic_id",), why="topic ids (v10+) are random"),  # OffsetCommit
+    9: Rule(presence=("groups[*].topics[*].topic_id",), why="topic ids (v10+) are random"),  # OffsetFetch
     1: Rule(  # Fetch
         drop=("node_endpoints[*].host", "node_endpoints[*].port", "node_endpoints[*].rack"),
         node_ids=(

@@ -7,8 +7,10 @@ fixed, so the only differences left are the targets' own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from uuid import UUID
 
+from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.messages import (
     CreateTopicsRequest,
     DeleteRecordsRequest,
@@ -38,12 +40,22 @@ __all__ = [
 BASE_TIMESTAMP = 1_700_000_000_000
 
 
+# The first version of each API that names topics by id (KIP-516): each target gives out its own ids,
+# so such a request is built once per side, with the ids that side's Metadata gave (``Context.ids``).
+TOPIC_IDS_FROM = {0: 13, 1: 13, 8: 10, 9: 10}
+
+
 @dataclass(frozen=True)
 class Context:
     prefix: str
+    ids: dict = field(default_factory=dict, compare=False)  # (side, topic name) -> that side's id
 
     def topic(self, index: int) -> str:
         return f"{self.prefix}-t{index}"
+
+    def topic_id(self, side: str, index: int) -> UUID:
+        """The id side ``a`` or ``b`` gave topic ``index`` (the zero id where it has none)."""
+        return self.ids.get((side, self.topic(index)), ZERO_UUID)
 
     def group(self, index: int) -> str:
         return f"{self.prefix}-g{index}"
@@ -61,6 +73,9 @@ class Operation:
 
     def version(self, low: int, high: int) -> int:
         return low + self.version_pick % (high - low + 1)
+
+    def names_topics_by_id(self, version: int) -> bool:
+        return version >= TOPIC_IDS_FROM.get(self.api_key, 1 << 15)
 
     def body(self, ctx: Context, version: int):
         raise NotImplementedError
@@ -118,6 +133,13 @@ class Produce(Operation):
         topic = ProduceRequest.TopicProduceData(name=ctx.topic(self.topic), partition_data=[data])
         return ProduceRequest(acks=self.acks, timeout_ms=5_000, topic_data=[topic])
 
+    def body_for(self, side, ctx, version):
+        body = self.body(ctx, version)
+        if self.names_topics_by_id(version):
+            body.topic_data[0].name = ""
+            body.topic_data[0].topic_id = ctx.topic_id(side, self.topic)
+        return body
+
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
@@ -140,8 +162,6 @@ class Fetch(Operation):
             log_start_offset=-1,
         )
         topic = FetchRequest.FetchTopic(topic=ctx.topic(self.topic), partitions=[part])
-        if version >= 13:  # topic ids only: unknown ids are a difference of their own, not this one
-            return None
         return FetchRequest(
             replica_id=-1,
             max_wait_ms=10,
@@ -153,8 +173,12 @@ class Fetch(Operation):
             topics=[topic],
         )
 
-    def version(self, low, high):
-        return super().version(low, min(high, 12)) if low <= 12 else super().version(low, high)
+    def body_for(self, side, ctx, version):
+        body = self.body(ctx, version)
+        if self.names_topics_by_id(version):
+            body.topics[0].topic = ""
+            body.topics[0].topic_id = ctx.topic_id(side, self.topic)
+        return body
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
@@ -256,6 +280,13 @@ class OffsetCommit(Operation):
             topics=[topic],
         )
 
+    def body_for(self, side, ctx, version):
+        body = self.body(ctx, version)
+        if self.names_topics_by_id(version):
+            body.topics[0].name = ""
+            body.topics[0].topic_id = ctx.topic_id(side, self.topic)
+        return body
+
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
@@ -272,12 +303,20 @@ class OffsetFetch(Operation):
             topic = OffsetFetchRequest.OffsetFetchRequestTopics(
                 name=ctx.topic(self.topic), partition_indexes=[self.partition]
             )
+            if self.names_topics_by_id(version):
+                topic.name = ""  # body_for puts the side's id in
             group = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=ctx.group(self.group), topics=[topic])
             return OffsetFetchRequest(groups=[group], require_stable=False)
         topic = OffsetFetchRequest.OffsetFetchRequestTopic(
             name=ctx.topic(self.topic), partition_indexes=[self.partition]
         )
         return OffsetFetchRequest(group_id=ctx.group(self.group), topics=[topic], require_stable=False)
+
+    def body_for(self, side, ctx, version):
+        body = self.body(ctx, version)
+        if self.names_topics_by_id(version):
+            body.groups[0].topics[0].topic_id = ctx.topic_id(side, self.topic)
+        return body
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
