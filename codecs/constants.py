@@ -14,6 +14,7 @@ __all__ = [
     "ConfigResourceType",
     "ConfigSource",
     "IsolationLevel",
+    "LIST_OFFSETS_TIMESTAMP_MIN_VERSION",
     "ListOffsetsTimestamp",
     "NO_TIMESTAMP",
     "ZERO_UUID",
@@ -74,3 +75,16 @@ class ListOffsetsTimestamp(IntEnum):
     EARLIEST_LOCAL = -4  # v8+ (KIP-405)
     LATEST_TIERED = -5  # v9+ (KIP-1005)
     EARLIEST_PENDING_UPLOAD = -6  # v11+
+
+
+# The first ListOffsets version that may ask for each special timestamp (ReplicaManager
+# .timestampMinSupportedVersion in Kafka 4.2; KafkaApis.handleListOffsetRequestV1AndAbove in 3.x, which
+# predates -6). Version 0 knows -1 and -2 only.
+LIST_OFFSETS_TIMESTAMP_MIN_VERSION: dict[int, int] = {
+    ListOffsetsTimestamp.EARLIEST: 1,
+    ListOffsetsTimestamp.LATEST: 1,
+    ListOffsetsTimestamp.MAX_TIMESTAMP: 7,
+    ListOffsetsTimestamp.EARLIEST_LOCAL: 8,
+    ListOffsetsTimestamp.LATEST_TIERED: 9,
+    ListOffsetsTimestamp.EARLIEST_PENDING_UPLOAD: 11,
+}

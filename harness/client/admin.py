@@ -23,10 +23,17 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, TypeVar
 
 from kconform.codecs import DecodeError
+from kconform.codecs.constants import (
+    LIST_OFFSETS_TIMESTAMP_MIN_VERSION,
+    AlterConfigOpType,
+    ConfigResourceType,
+    ConfigSource,
+    IsolationLevel,
+    ListOffsetsTimestamp,
+)
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
     ConsumerGroupDescribeRequest,
@@ -122,18 +129,6 @@ class NewTopic:
     assignments: Mapping[int, Iterable[int]] | None = None
 
 
-class ConfigResourceType(IntEnum):
-    """``ConfigResource.Type`` codes on the wire."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
-
-
 @dataclass(frozen=True, slots=True)
 class ConfigResource:
     type: ConfigResourceType
@@ -146,37 +141,11 @@ class ConfigResource:
         return self.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and self.name != ""
 
 
-class ConfigSource(IntEnum):
-    """``DescribeConfigsResponse.ConfigSource`` codes."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class AlterConfigOpType(IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
 @dataclass(frozen=True, slots=True)
 class AlterConfigOp:
     name: str
     value: str | None = None
     op: AlterConfigOpType = AlterConfigOpType.SET
-
-
-class IsolationLevel(IntEnum):
-    READ_UNCOMMITTED = 0
-    READ_COMMITTED = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,20 +157,24 @@ class OffsetSpec:
     min_version: int = 0
 
     @classmethod
+    def special(cls, timestamp: ListOffsetsTimestamp) -> OffsetSpec:
+        return cls(timestamp, LIST_OFFSETS_TIMESTAMP_MIN_VERSION[timestamp] if timestamp < -2 else 0)
+
+    @classmethod
     def earliest(cls) -> OffsetSpec:
-        return cls(-2)
+        return cls.special(ListOffsetsTimestamp.EARLIEST)
 
     @classmethod
     def latest(cls) -> OffsetSpec:
-        return cls(-1)
+        return cls.special(ListOffsetsTimestamp.LATEST)
 
     @classmethod
     def max_timestamp(cls) -> OffsetSpec:
-        return cls(-3, 7)
+        return cls.special(ListOffsetsTimestamp.MAX_TIMESTAMP)
 
     @classmethod
     def earliest_local(cls) -> OffsetSpec:
-        return cls(-4, 8)
+        return cls.special(ListOffsetsTimestamp.EARLIEST_LOCAL)
 
     @classmethod
     def for_timestamp(cls, timestamp_ms: int) -> OffsetSpec:

@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kconform.codecs.constants import ConfigResourceType
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
     AlterConfigsResponse,
@@ -54,14 +55,14 @@ from ..config import (
 from ..topic_names import topic_name_error
 from . import handles
 
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
-_RESOURCE_TYPES = {
-    TOPIC: "TOPIC",
-    BROKER: "BROKER",
-    BROKER_LOGGER: "BROKER_LOGGER",
-    CLIENT_METRICS: "CLIENT_METRICS",
-    GROUP: "GROUP",
-}
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = (
+    ConfigResourceType.TOPIC,
+    ConfigResourceType.BROKER,
+    ConfigResourceType.BROKER_LOGGER,
+    ConfigResourceType.CLIENT_METRICS,
+    ConfigResourceType.GROUP,
+)
+_RESOURCE_TYPES = {t: t.name for t in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)}
 # Errors.INVALID_REQUEST's own message, which DescribeConfigsRequest.getErrorResponse puts in every result.
 _INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was "

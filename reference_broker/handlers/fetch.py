@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 
-from kconform.codecs.constants import ZERO_UUID
+from kconform.codecs.constants import ZERO_UUID, IsolationLevel
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import FetchResponse
 
@@ -34,7 +34,7 @@ from . import handles
 
 log = logging.getLogger(__name__)
 PartitionData = FetchResponse.PartitionData
-READ_COMMITTED = 1
+READ_COMMITTED = IsolationLevel.READ_COMMITTED
 
 
 def _error_data(index: int, code: int, *, read_failed: bool = True) -> PartitionData:

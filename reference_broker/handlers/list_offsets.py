@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kconform.codecs.constants import ListOffsetsTimestamp
+from kconform.codecs.constants import LIST_OFFSETS_TIMESTAMP_MIN_VERSION, ListOffsetsTimestamp
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import ListOffsetsResponse
 
@@ -28,16 +28,9 @@ Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 CONSUMER_REPLICA_ID = -1
 LATEST = ListOffsetsTimestamp.LATEST
 
-# ReplicaManager.timestampMinSupportedVersion (Kafka 4.2; KafkaApis.handleListOffsetRequestV1AndAbove
-# in 3.x, without -6): the first request version that may ask for each special timestamp.
-TIMESTAMP_MIN_VERSION: dict[int, int] = {
-    ListOffsetsTimestamp.EARLIEST: 1,
-    ListOffsetsTimestamp.LATEST: 1,
-    ListOffsetsTimestamp.MAX_TIMESTAMP: 7,
-    ListOffsetsTimestamp.EARLIEST_LOCAL: 8,
-    ListOffsetsTimestamp.LATEST_TIERED: 9,
-    ListOffsetsTimestamp.EARLIEST_PENDING_UPLOAD: 11,
-}
+# ReplicaManager.timestampMinSupportedVersion: the first request version that may ask for each
+# special timestamp (a wire fact, kept with the constants).
+TIMESTAMP_MIN_VERSION = LIST_OFFSETS_TIMESTAMP_MIN_VERSION
 # UnifiedLog.fetchOffsetByTimestamp without remote storage (remoteLogEnabled() false): LATEST_TIERED
 # and EARLIEST_PENDING_UPLOAD (fetchEarliestPendingUploadOffset) are TimestampAndOffset(NO_TIMESTAMP,
 # -1, Optional.of(-1)), which ReplicaManager.fetchOffset answers as offset -1, timestamp -1, epoch -1.
