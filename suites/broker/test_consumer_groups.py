@@ -1038,3 +1038,19 @@ def test_the_records_on_disk_are_kafkas(tmp_path):
     decoded = [cr.decode(k, v) for k, v in stored]
     assert decoded[2] == cr.GroupEpoch("cg", 1)
     assert decoded[5].value.member_epoch == 1 and decoded[5].value.state == MemberState.STABLE
+    # and read with nothing of the broker's: the classes generated from Kafka's own definitions
+    # (GroupCoordinatorRecordSerde: key = record type + key layout, value = version + value layout)
+    from kconform.codecs import coordinator_records as kafka
+
+    for key, value in stored:
+        record_type = struct.unpack(">h", key[:2])[0]
+        key_name, value_name = kafka.RECORD_TYPES["__consumer_offsets"][record_type]
+        parsed_key = getattr(kafka, key_name).decode(key[2:], record_type)
+        assert parsed_key.group_id == "cg"
+        value_version = struct.unpack(">h", value[:2])[0]
+        parsed = getattr(kafka, value_name).decode(value[2:], value_version)
+        if value_name == "ConsumerGroupMetadataValue":
+            assert parsed.epoch == 1
+        if value_name == "ConsumerGroupCurrentMemberAssignmentValue":
+            assert (parsed.member_epoch, parsed.state) == (1, MemberState.STABLE)
+            assert [p.partitions for p in parsed.assigned_partitions] != []
