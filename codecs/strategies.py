@@ -16,6 +16,10 @@ from ._runtime import FieldSchema
 from .messages._index import MODULE_OF
 
 __all__ = [
+    "boundary_lengths",
+    "sized_binary",
+    "sized_lists",
+    "sized_text",
     "records",
     "record_batches",
     "message",
@@ -47,6 +51,39 @@ def all_message_versions() -> list[tuple[type, int]]:
     return [(cls, version) for cls in classes for version in cls._message_.versions]
 
 
+# Lengths around the points where a length prefix grows a byte: a compact (unsigned varint, length + 1)
+# prefix at 127/128 and 16383/16384, an int16 string length's top at 32767, and the empty value.
+_COMPACT_EDGES = (0, 1, 125, 126, 127, 128, 129)
+_WIDE_EDGES = (16382, 16383, 16384)
+
+
+def boundary_lengths(*, wide: bool = False) -> st.SearchStrategy:
+    """Lengths either side of the varint length-prefix boundaries (``wide`` adds the two-byte one)."""
+    return st.sampled_from(_COMPACT_EDGES + (_WIDE_EDGES if wide else ()))
+
+
+def sized_text(max_size: int) -> st.SearchStrategy:
+    """Short strings mostly, and now and then one whose UTF-8 length sits on a length boundary."""
+    edge = boundary_lengths().map(lambda n: "k" * n)
+    return st.one_of(st.text(max_size=max_size), st.text(max_size=max_size), edge)
+
+
+def sized_binary(max_size: int) -> st.SearchStrategy:
+    edge = st.tuples(boundary_lengths(wide=True), st.binary(min_size=1, max_size=1)).map(
+        lambda t: t[1] * t[0]
+    )
+    return st.one_of(st.binary(max_size=max_size), st.binary(max_size=max_size), edge)
+
+
+def sized_lists(element: st.SearchStrategy, max_list: int, *, scalar: bool) -> st.SearchStrategy:
+    """Short lists mostly; for scalar elements, now and then one of 126-129 (a compact array length
+    prefix crossing into two bytes)."""
+    short = st.lists(element, max_size=max_list)
+    if not scalar:
+        return short
+    return st.one_of(short, short, st.lists(element, min_size=126, max_size=129))
+
+
 def _scalar(kind: str, max_size: int) -> st.SearchStrategy:
     if kind in _INT_BOUNDS:
         lo, hi = _INT_BOUNDS[kind]
@@ -58,20 +95,21 @@ def _scalar(kind: str, max_size: int) -> st.SearchStrategy:
     if kind == "uuid":
         return st.binary(min_size=16, max_size=16).map(lambda b: UUID(bytes=b))
     if kind == "string":
-        return st.text(max_size=max_size)
+        return sized_text(max_size)
     if kind in ("bytes", "records"):
-        return st.binary(max_size=max_size * 4)
+        return sized_binary(max_size * 4)
     raise ValueError(f"no strategy for {kind}")
 
 
 def field_value(f: FieldSchema, version: int, flexible: bool, max_list: int = 3) -> st.SearchStrategy:
     """Values of one field that are valid at ``version``."""
     kind = f.element_type
-    if kind[:1].isupper():
-        element = _struct(f.struct, version, flexible, max_list)
-    else:
+    scalar = not kind[:1].isupper()
+    if scalar:
         element = _scalar(kind, max_size=12)
-    value = st.lists(element, max_size=max_list) if f.is_array else element
+    else:
+        element = _struct(f.struct, version, flexible, max_list)
+    value = sized_lists(element, max_list, scalar=scalar) if f.is_array else element
     if f.nullable(version):
         value = st.none() | value
     return value

@@ -58,7 +58,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kconform.codecs import messages
-from kconform.codecs.strategies import all_message_versions
+from kconform.codecs.strategies import all_message_versions, sized_binary, sized_lists, sized_text
 
 if TYPE_CHECKING:
     from kconform.codecs._runtime import FieldSchema
@@ -339,9 +339,9 @@ def _scalars(link: _Link) -> st.SearchStrategy:
     if kind == "bool":
         return st.booleans()
     if kind == "string":
-        return st.text(max_size=12)
+        return sized_text(12)
     if kind in ("bytes", "records"):
-        return st.binary(max_size=48)
+        return sized_binary(48)
     lo, hi = _INT_BOUNDS[link.ours.element_type]  # also timedelta_i32: every int32 converts exactly
     return st.integers(lo, hi)
 
@@ -350,7 +350,7 @@ def _struct_values(shape: _Shape) -> st.SearchStrategy:
     kwargs = {}
     for link in shape.links:
         element = _struct_values(link.struct) if link.struct else _scalars(link)
-        value = st.lists(element, max_size=3) if link.ours.is_array else element
+        value = sized_lists(element, 3, scalar=link.struct is None) if link.ours.is_array else element
         kwargs[link.ours.attr] = st.none() | value if link.nullable else value
     # unknown_tagged_fields stays empty: kio cannot carry unknown tags.
     return st.builds(shape.ours, **kwargs)

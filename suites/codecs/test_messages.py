@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kconform.codecs import DecodeError, EncodeError, UnsupportedVersionError, messages
 from kconform.codecs._interpreter import decode_message, encode_message
 from kconform.codecs.generate.extract import DEFINITIONS_DIR
-from kconform.codecs.strategies import all_message_versions, message
+from kconform.codecs.strategies import all_message_versions, message, sized_lists
 
 PAIRS = all_message_versions()
 # Every (message, version) of requests and responses any release spoke, 0.8.0 to 4.3 (README, Codecs).
@@ -72,7 +72,13 @@ def test_round_trip(pair, data):
 def test_every_truncation_is_a_decode_error(pair, data):
     cls, version = pair
     encoded = data.draw(message(cls, version)).encode(version)
-    for cut in range(len(encoded)):
+    # every cut of a short message; of a long one (a value on a two-byte length prefix) the cuts near
+    # both ends and a drawn sample of the rest, since each decode runs up to its cut
+    cuts = range(len(encoded))
+    if len(encoded) > 2048:
+        sample = data.draw(st.lists(st.integers(512, len(encoded) - 513), max_size=128))
+        cuts = sorted({*range(512), *range(len(encoded) - 512, len(encoded)), *sample})
+    for cut in cuts:
         with pytest.raises(DecodeError) as info:
             cls.decode(encoded[:cut], version)
         assert info.value.message == cls.__name__ and info.value.version == version
@@ -175,3 +181,21 @@ def test_records_fields_are_not_copied():
     decoded = FetchResponse.decode(encoded, 12).responses[0].partitions[0].records
     assert isinstance(decoded, memoryview) and decoded.obj is not None
     assert decoded == records
+
+
+def test_strategies_reach_the_length_prefix_boundaries():
+    """The round-trip properties draw values whose length prefixes cross a byte (compact lengths at
+    127/128, compact bytes at 16383/16384, compact arrays at 127/128), not only short ones."""
+    from hypothesis import find
+
+    from kconform.codecs.messages import DescribeGroupsRequest, MetadataRequest, SaslAuthenticateRequest
+
+    long_name = find(
+        message(MetadataRequest, 12), lambda v: any(len(t.name or "") >= 128 for t in v.topics or [])
+    )
+    assert long_name.encode(12) and MetadataRequest.decode(long_name.encode(12), 12) == long_name
+    wide = find(message(SaslAuthenticateRequest, 2), lambda v: len(v.auth_bytes) >= 16384)
+    assert SaslAuthenticateRequest.decode(wide.encode(2), 2) == wide
+    many = find(sized_lists(st.just("g"), 3, scalar=True), lambda groups: len(groups) >= 128)
+    value = DescribeGroupsRequest(groups=many)
+    assert DescribeGroupsRequest.decode(value.encode(5), 5) == value
