@@ -125,6 +125,8 @@ class Found:
     shrunk: bool = False
     example: dict | None = None  # a: ..., b: ... from the first sighting
     case_id: str | None = None  # the shrunk case
+    # every distinct (a, b) pair of values seen, as JSON text, up to _MAX_VALUE_PAIRS
+    value_pairs: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -168,6 +170,7 @@ class CampaignResult:
                     "case_id": f.case_id,
                     "shrunk": f.shrunk,
                     "example": f.example,
+                    "value_pairs": [[json.loads(a), json.loads(b)] for a, b in f.value_pairs],
                 }
                 for f in sorted(self.found.values(), key=lambda f: f.signature)
             ],
@@ -360,6 +363,12 @@ def _count(result: CampaignResult, outcome: CaseResult) -> None:
                 example={"a": _short(d.a), "b": _short(d.b), "case": outcome.case_id},
             )
         found.count += 1
+        pair = (json.dumps(_short(d.a), default=str), json.dumps(_short(d.b), default=str))
+        if pair not in found.value_pairs and len(found.value_pairs) < _MAX_VALUE_PAIRS:
+            found.value_pairs.append(pair)
+
+
+_MAX_VALUE_PAIRS = 50
 
 
 def _short(value):

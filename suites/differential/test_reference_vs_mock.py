@@ -1,17 +1,17 @@
 """The differential campaign between the reference broker and librdkafka's mock cluster, bounded for
-CI: every difference it finds must be listed in known_differences.toml with evidence of which side
-matches Apache Kafka (or be fixed in the reference broker)."""
+CI: every difference it finds, with its exact values, must be listed in known_differences.toml with
+evidence of which side matches Apache Kafka (or be fixed in the reference broker), and every entry
+there must still be found."""
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from kconform.harness.diff.campaign import load_case, run_campaign
+from kconform.harness.diff.known import KnownDifference, explain, load_known_differences
 from kconform.harness.targets.registry import make_target
 
 KNOWN = Path(__file__).with_name("known_differences.toml")
@@ -21,19 +21,27 @@ SEED = 11
 pytestmark = [pytest.mark.peer, pytest.mark.slow]
 
 
-def matches(signature: str, pattern: str) -> bool:
-    """fnmatch, with ``[*]`` in a pattern meaning the literal ``[*]`` of generalised list indexes."""
-    return fnmatch.fnmatchcase(signature, pattern.replace("[*]", "[[][*][]]"))
+def known_differences() -> list[KnownDifference]:
+    return load_known_differences(KNOWN)
 
 
-def known_differences() -> list[dict]:
-    return tomllib.loads(KNOWN.read_text())["difference"]
-
-
-def test_every_known_difference_names_its_evidence():
+def test_every_known_difference_names_its_evidence_and_pins_its_values():
     for entry in known_differences():
-        assert entry["matches_kafka"] in ("reference", "rdkafka-mock", "both", "neither"), entry
-        assert entry["what"] and entry["evidence"], entry
+        assert entry.matches_kafka in ("reference", "rdkafka-mock", "both", "neither"), entry
+        assert entry.what and entry.evidence and entry.values, entry
+        # a pattern may range over versions, never over fields or kinds: those are what it pins
+        assert entry.signature.count("/") == 3 and "*" not in entry.signature.rsplit("/", 1)[1], entry
+
+
+def test_a_changed_or_stale_entry_fails():
+    entries = known_differences()
+    found = {"ListOffsets/v3/topics[*].partitions[*].error_code/error_code": [(35, 3)]}
+    judged = explain(found, entries)
+    assert judged.unexplained == [] and entries[-1] not in judged.stale
+    # the mock starts answering something else: no longer the pinned pair
+    assert explain({**found, "Metadata/v1/topics[*].error_code/error_code": [(3, 5)]}, entries).unexplained
+    # an entry whose difference went away is reported, so the list cannot hide a change
+    assert any(e.signature.startswith("Metadata/v*/<trailing") for e in judged.stale)
 
 
 def test_reference_vs_mock_campaign_finds_only_known_differences(tmp_path):
@@ -41,13 +49,17 @@ def test_reference_vs_mock_campaign_finds_only_known_differences(tmp_path):
         # Shrinking is shown by test_planted_difference; here every difference keeps its first case.
         result = run_campaign(reference, mock, tmp_path, examples=EXAMPLES, seed=SEED, shrink=False)
     assert result.cases == EXAMPLES and result.pairs_compared > EXAMPLES
-    patterns = [entry["signature"] for entry in known_differences()]
-    unexplained = [sig for sig in result.found if not any(matches(sig, p) for p in patterns)]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert not unexplained, (
-        "differences without an entry in known_differences.toml (fix the reference broker or add an entry "
-        f"with evidence): {unexplained}\n" + json.dumps(summary["differences"], indent=1)[:4000]
+    found = {d["signature"]: [tuple(pair) for pair in d["value_pairs"]] for d in summary["differences"]}
+    judged = explain(found, known_differences())
+    assert not judged.unexplained, (
+        "differences (signature, reference's value, mock's value) that no entry in known_differences.toml "
+        f"covers: fix the reference broker or add the values with evidence: {judged.unexplained}"
     )
-    for found in result.found.values():  # every difference comes with a replayable case
-        operations, data = load_case(tmp_path / "cases" / f"{found.case_id}.json")
-        assert operations and data["signature"] == found.signature
+    assert not judged.stale, (
+        "entries in known_differences.toml that the campaign no longer finds (a fix or a change: "
+        f"remove or correct them): {[e.signature for e in judged.stale]}"
+    )
+    for found_one in result.found.values():  # every difference comes with a replayable case
+        operations, data = load_case(tmp_path / "cases" / f"{found_one.case_id}.json")
+        assert operations and data["signature"] == found_one.signature
