@@ -115,7 +115,14 @@ def node_specs(
         raise TargetError(f"docker target: the broker count must be at least 1, not {brokers}")
     if len(host_ports) != brokers:
         raise TargetError(f"docker target: {brokers} brokers need as many host ports, got {len(host_ports)}")
+    # Every setting below is one Apache Kafka documents for the apache/kafka image in KRaft mode (its
+    # docker/examples/docker-compose-files/{single-node,cluster/isolated}/plaintext/docker-compose.yml and
+    # the image's own test fixtures docker/test/fixtures/mode/{combined,isolated}/docker-compose.yml), with
+    # these choices of ours: listener names INTERNAL/EXTERNAL for the examples' PLAINTEXT/PLAINTEXT_HOST,
+    # one controller (node 100) for the examples' three, and the internal topics' replication factors at
+    # Kafka's defaults (3; min ISR 2) capped by the broker count, where the examples use 1 throughout.
     replication = str(min(3, brokers))
+    min_isr = str(min(2, int(replication)))
     common = {
         "CLUSTER_ID": cluster_id,
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
@@ -130,7 +137,10 @@ def node_specs(
         "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
         "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": replication,
         "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": replication,
-        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(min(2, int(replication))),
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": min_isr,
+        # KIP-932's share-group state topic (Kafka 4.x examples set it; older brokers ignore the names)
+        "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR": replication,
+        "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": min_isr,
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
     }
 
@@ -173,9 +183,19 @@ def node_specs(
     return specs
 
 
-def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (kafka-storage random-uuid)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+# Uuid.ZERO_UUID and Uuid.METADATA_TOPIC_ID (ONE_UUID): Uuid.RESERVED, never returned by randomUuid
+_RESERVED_UUIDS = frozenset({bytes(16), (1).to_bytes(16, "big")})
+
+
+def new_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A KRaft cluster id as ``kafka-storage random-uuid`` makes one (Kafka's ``Uuid.randomUuid``): 16
+    random bytes, URL-safe base64 without padding, drawn again while the id is reserved or starts with
+    "-" (which a command line would take for an option)."""
+    while True:
+        raw = random_bytes()
+        text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+        if raw not in _RESERVED_UUIDS and not text.startswith("-"):
+            return text
 
 
 def free_ports(count: int) -> list[int]:
