@@ -9,6 +9,8 @@ group, message), read from tshark's PDML output. It will grow into ``kconform ca
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import signal
 import subprocess
@@ -33,6 +35,30 @@ __all__ = [
 ]
 
 _SETTLE_S = 0.5  # dumpcap reads the kernel buffer every 250 ms: let the last packets land
+
+
+CAP_NET_RAW = 13  # linux/capability.h
+NO_CAPTURE = (
+    "capturing loopback traffic needs CAP_NET_RAW (root has it); neither this process nor dumpcap has it"
+)
+
+
+def loopback_capture_allowed(engine: str = "dumpcap") -> bool:
+    """Whether this machine lets a capture on loopback start: CAP_NET_RAW in this process's effective
+    set (root has it) or, for dumpcap, among dumpcap's file capabilities (setcap cap_net_raw+eip).
+    Where it does, a capture that fails is a failure of ours, not the machine's."""
+    status = Path("/proc/self/status").read_text()
+    match = re.search(r"^CapEff:\s*([0-9a-f]+)$", status, re.M)
+    if match and int(match.group(1), 16) >> CAP_NET_RAW & 1:
+        return True
+    dumpcap = shutil.which("dumpcap")
+    if engine != "dumpcap" or dumpcap is None:
+        return False
+    try:
+        file_caps = os.getxattr(dumpcap, "security.capability")  # vfs_cap_data: magic, permitted, ...
+    except OSError:
+        return False
+    return len(file_caps) >= 8 and int.from_bytes(file_caps[4:8], "little") >> CAP_NET_RAW & 1 == 1
 
 
 class CaptureUnavailable(RuntimeError):

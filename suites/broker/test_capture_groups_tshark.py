@@ -8,47 +8,22 @@ kafka-python with ``api_version=(2, 3)`` keeps every group API at a version Debi
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import subprocess
 import time
 import uuid
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
-from kconform.harness.capture import capture_tcp_port, dissect_kafka
+from kconform.harness.capture import NO_CAPTURE, capture_tcp_port, dissect_kafka, loopback_capture_allowed
 from kconform.reference_broker.process import start_broker_process
 
 pytestmark = pytest.mark.peer
 
 CAP = (2, 3)
-CAP_NET_RAW = 13  # linux/capability.h
-NO_CAPTURE = (
-    "capturing loopback traffic needs CAP_NET_RAW (root has it); neither this process nor dumpcap has it"
-)
 GROUP_APIS = {10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup"}
 OFFSET_APIS = {8: "OffsetCommit", 9: "OffsetFetch"}
-
-
-def _may_capture(engine: str = "dumpcap") -> bool:
-    """Whether this machine lets a capture on loopback start: CAP_NET_RAW in this process's effective
-    set (root has it) or, for dumpcap, among dumpcap's file capabilities (setcap cap_net_raw+eip).
-    Where it does, a capture that fails is a failure of ours, not a reason to skip."""
-    status = Path("/proc/self/status").read_text()
-    effective = int(re.search(r"^CapEff:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
-    if effective >> CAP_NET_RAW & 1:
-        return True
-    dumpcap = shutil.which("dumpcap")
-    if engine != "dumpcap" or dumpcap is None:
-        return False
-    try:
-        file_caps = os.getxattr(dumpcap, "security.capability")  # vfs_cap_data: magic, permitted, ...
-    except OSError:
-        return False
-    return len(file_caps) >= 8 and int.from_bytes(file_caps[4:8], "little") >> CAP_NET_RAW & 1 == 1
 
 
 @pytest.fixture
@@ -96,7 +71,7 @@ def test_tshark_reads_a_consumer_group_session(broker, tmp_path):
     for tool in ("dumpcap", "tshark"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed: run bash ci/install-tools.sh")
-    if not _may_capture():
+    if not loopback_capture_allowed():
         pytest.skip(NO_CAPTURE)
     pcap = tmp_path / "groups.pcapng"
     topic, group = f"capture-{uuid.uuid4().hex[:8]}", f"group-{uuid.uuid4().hex[:8]}"

@@ -6,8 +6,6 @@ dumpcap and with Scapy's sniffer."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import signal
 import socket
@@ -16,7 +14,6 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -28,12 +25,12 @@ from kconform.codecs.messages import (
     MetadataRequest,
     MetadataResponse,
 )
+from kconform.harness.capture import loopback_capture_allowed
 from kconform.harness.cli import cli
 from kconform.harness.dissect import TcpConversation, dissect_pcap
 from kconform.harness.traces import read_traces
 
 PORT = 19092
-CAP_NET_RAW = 13  # linux/capability.h
 NO_CAPTURE = (
     "capturing loopback traffic needs CAP_NET_RAW (root has it) in this process, or for the dumpcap engine "
     "in dumpcap's file capabilities: neither has it"
@@ -184,28 +181,10 @@ def server():
     served.close()
 
 
-def _may_capture(engine: str = "dumpcap") -> bool:
-    """Whether this machine lets a capture on loopback start: CAP_NET_RAW in this process's effective
-    set (root has it) or, for dumpcap, among dumpcap's file capabilities (setcap cap_net_raw+eip).
-    Where it does, a capture that fails is a failure of ours, not a reason to skip."""
-    status = Path("/proc/self/status").read_text()
-    effective = int(re.search(r"^CapEff:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
-    if effective >> CAP_NET_RAW & 1:
-        return True
-    dumpcap = shutil.which("dumpcap")
-    if engine != "dumpcap" or dumpcap is None:
-        return False
-    try:
-        file_caps = os.getxattr(dumpcap, "security.capability")  # vfs_cap_data: magic, permitted, ...
-    except OSError:
-        return False
-    return len(file_caps) >= 8 and int.from_bytes(file_caps[4:8], "little") >> CAP_NET_RAW & 1 == 1
-
-
 def _needs_capture(engine: str) -> None:
     if engine == "dumpcap" and shutil.which("dumpcap") is None:
         pytest.skip("dumpcap is not installed: run bash ci/install-tools.sh")
-    if not _may_capture(engine):
+    if not loopback_capture_allowed(engine):
         pytest.skip(NO_CAPTURE)
 
 

@@ -22,18 +22,16 @@ must all be confluent-kafka's requests, and few: at most a fifth of the requests
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys
 import textwrap
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from kconform.harness.capture import dissect_kafka
+from kconform.harness.capture import NO_CAPTURE, dissect_kafka, loopback_capture_allowed
 from kconform.harness.cli import cli
 from kconform.harness.dissect import dissect_pcap
 from kconform.harness.traces import read_traces
@@ -44,10 +42,6 @@ pytestmark = pytest.mark.peer
 MODERN = "kconform-modern"  # the confluent-kafka client: the only one tshark 4.0 may not fully read
 UNSUPPORTED = re.compile(r"Unsupported (\w+) version\. Supports v0(?:-(\d+))?\.")
 UNKNOWN_API = re.compile(r"Unknown (\d+) API key")
-CAP_NET_RAW = 13  # linux/capability.h
-NO_CAPTURE = (
-    "capturing loopback traffic needs CAP_NET_RAW (root has it); neither this process nor dumpcap has it"
-)
 
 SESSION = textwrap.dedent(
     """
@@ -82,24 +76,6 @@ SESSION = textwrap.dedent(
 )
 
 
-def _may_capture(engine: str = "dumpcap") -> bool:
-    """Whether this machine lets a capture on loopback start: CAP_NET_RAW in this process's effective
-    set (root has it) or, for dumpcap, among dumpcap's file capabilities (setcap cap_net_raw+eip).
-    Where it does, a capture that fails is a failure of ours, not a reason to skip."""
-    status = Path("/proc/self/status").read_text()
-    effective = int(re.search(r"^CapEff:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
-    if effective >> CAP_NET_RAW & 1:
-        return True
-    dumpcap = shutil.which("dumpcap")
-    if engine != "dumpcap" or dumpcap is None:
-        return False
-    try:
-        file_caps = os.getxattr(dumpcap, "security.capability")  # vfs_cap_data: magic, permitted, ...
-    except OSError:
-        return False
-    return len(file_caps) >= 8 and int.from_bytes(file_caps[4:8], "little") >> CAP_NET_RAW & 1 == 1
-
-
 @pytest.fixture
 def broker(tmp_path):
     node = start_broker_process(tmp_path / "data", overrides={"group.initial.rebalance.delay.ms": "0"})
@@ -124,7 +100,7 @@ def test_dissect_agrees_with_tshark_on_a_real_client_session(broker, tmp_path):
     for tool in ("dumpcap", "tshark", "kcat"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed: run bash ci/install-tools.sh")
-    if not _may_capture():
+    if not loopback_capture_allowed():
         pytest.skip(NO_CAPTURE)
     pcap = tmp_path / "session.pcapng"
     script = tmp_path / "session.py"
