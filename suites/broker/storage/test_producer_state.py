@@ -293,3 +293,29 @@ def test_a_transaction_marker_closes_the_producers_transaction(open_log, make_ba
     with pytest.raises(ProducerStateError) as fenced:
         log.append(stale, leader_epoch=0, origin=AppendOrigin.COORDINATOR)
     assert fenced.value.error_code == 52
+
+
+def test_snapshot_bytes_are_kafkas_layout(tmp_path):
+    """The bytes, built here field by field from Kafka's schema (``ProducerStateManager``:
+    PID_SNAPSHOT_MAP_SCHEMA = version int16, crc uint32, producer_entries array;
+    PRODUCER_SNAPSHOT_ENTRY_SCHEMA = producer_id int64, epoch int16, last_sequence int32, last_offset
+    int64, offset_delta int32, timestamp int64, coordinator_epoch int32, current_txn_first_offset int64;
+    the CRC-32C covers everything from PRODUCER_ENTRIES_OFFSET = 6 on), not by the snapshot writer."""
+    import struct
+
+    import crc32c
+
+    path = tmp_path / "00000000000000000042.snapshot"
+    first = entry(3, (0, 4), (5, 9), txn=120, coordinator_epoch=2)
+    write_snapshot(path, [first, ProducerStateEntry(7, 1, -1, 55, None, ())])
+    rows = [
+        # the last batch only: sequence 5-9 at offsets 110-114, max timestamp 7; the open txn at 120
+        struct.pack(">q", PID) + struct.pack(">h", 3) + struct.pack(">i", 9) + struct.pack(">q", 114)
+        + struct.pack(">i", 4) + struct.pack(">q", 7) + struct.pack(">i", 2) + struct.pack(">q", 120),
+        # no batch: last sequence -1, last offset -1, delta 0, the entry's own timestamp; no txn (-1)
+        struct.pack(">q", 7) + struct.pack(">h", 1) + struct.pack(">i", -1) + struct.pack(">q", -1)
+        + struct.pack(">i", 0) + struct.pack(">q", 55) + struct.pack(">i", -1) + struct.pack(">q", -1),
+    ]  # fmt: skip
+    entries = struct.pack(">i", len(rows)) + b"".join(rows)
+    expected = struct.pack(">h", 1) + struct.pack(">I", crc32c.crc32c(entries)) + entries
+    assert path.read_bytes() == expected
