@@ -1,7 +1,18 @@
-"""The dashboard's look (inline CSS) and its one small script (filter boxes, copy buttons).
+"""The dashboard's look (inline CSS) and its one small script (an error recorder, filter boxes, copy
+buttons, and the page's own report of how the browser drew it).
 
-The page reads the same without the script: it only hides rows that do not match a filter and copies
-repro commands to the clipboard. Nothing here loads anything from anywhere."""
+The page reads the same without the script: it only hides rows that do not match a filter, copies
+repro commands to the clipboard, and writes ``data-`` attributes nobody sees. Those attributes are how
+a test (or a curious reader, in the browser's inspector) knows the browser did its part:
+
+- ``<html data-errors=N>``: errors the page met (uncaught exceptions, failed loads, ``console.error``),
+  set to 0 before anything else in the script runs, and ``data-error-list`` saying which;
+- ``<html data-ready="true">``: the script ran to its end, after the page had loaded;
+- on each chart's ``<figure>``, ``data-rendered-x``, ``-y``, ``-width`` and ``-height`` (where its
+  drawing is on the page, in CSS pixels, from ``getBoundingClientRect`` after layout) and
+  ``data-rendered-marks`` (its marks that the browser laid out with a non-empty box).
+
+Nothing here loads anything from anywhere."""
 
 from __future__ import annotations
 
@@ -122,8 +133,35 @@ footer { color: var(--faint); font-size: 12.5px; padding: 6px 0 30px; }
 @media print { nav.sections { position: static; } .tools, .repro button { display: none; } }
 """
 
-# Filter boxes name the table or list they filter (data-filter=ID); rows match on their text.
+# First, a recorder of every error the page meets from here on (this script's own included: the listener
+# is in place before the rest runs), and of any image that already failed to load. Then the filter
+# boxes, which name the table or list they filter (data-filter=ID); rows match on their text. Then the
+# copy buttons. Last, once the page has loaded, what the browser made of each chart, and the flag.
 SCRIPT = """
+(function () {
+  var root = document.documentElement, errors = [];
+  function note(text) {
+    errors.push(String(text));
+    root.setAttribute('data-errors', String(errors.length));
+    root.setAttribute('data-error-list', errors.join('\\n').slice(0, 4000));
+  }
+  root.setAttribute('data-errors', '0');
+  window.addEventListener('error', function (event) {  // capture: failed loads do not bubble
+    var target = event.target || {};
+    note(event.message || ('failed to load ' + (target.src || target.href || target.tagName)));
+  }, true);
+  window.addEventListener('unhandledrejection', function (event) {
+    note('unhandled rejection: ' + event.reason);
+  });
+  var consoleError = console.error;
+  console.error = function () {
+    note(Array.prototype.join.call(arguments, ' '));
+    return consoleError.apply(console, arguments);
+  };
+  document.querySelectorAll('img').forEach(function (img) {
+    if (img.complete && !img.naturalWidth) { note('failed to load ' + img.src); }
+  });
+})();
 document.querySelectorAll('input[data-filter]').forEach(function (box) {
   var target = document.getElementById(box.dataset.filter);
   box.addEventListener('input', function () {
@@ -143,4 +181,27 @@ document.querySelectorAll('button[data-copy]').forEach(function (button) {
     });
   });
 });
+// Once laid out: what each chart measures on screen, then the flag that the script got this far.
+function reportRendering() {
+  document.querySelectorAll('figure[data-chart]').forEach(function (figure) {
+    var drawing = figure.querySelector('svg') || figure;
+    var box = drawing.getBoundingClientRect();
+    figure.setAttribute('data-rendered-x', String(Math.round(box.left + window.scrollX)));
+    figure.setAttribute('data-rendered-y', String(Math.round(box.top + window.scrollY)));
+    figure.setAttribute('data-rendered-width', String(Math.round(box.width)));
+    figure.setAttribute('data-rendered-height', String(Math.round(box.height)));
+    var drawn = 0;
+    figure.querySelectorAll('.mark').forEach(function (mark) {
+      var markBox = mark.getBoundingClientRect();
+      if (markBox.width > 0 && markBox.height > 0) { drawn += 1; }
+    });
+    figure.setAttribute('data-rendered-marks', String(drawn));
+  });
+  document.documentElement.setAttribute('data-ready', 'true');
+}
+if (document.readyState === 'complete') {
+  reportRendering();
+} else {
+  window.addEventListener('load', reportRendering);
+}
 """

@@ -42,7 +42,22 @@ class _Pipe:
 
     def add(self, name: str, state: ToxicState) -> None:
         self.toxics[name] = state
-        self._apply(state.on_attach())
+        if state.active:
+            self._apply(state.on_attach())
+
+    def restart(self, name: str, toxicity: float) -> None:
+        """The toxic runs again (link.go ``UpdateToxic``, or a toxic added after it): a new toxicity
+        roll, and a timeout toxic's wait starts over."""
+        state = self.toxics.get(name)
+        if state is None:
+            return
+        if state.roll(toxicity):
+            self._apply(state.on_attach())
+        elif state.kind == "timeout" and not self._timeouts():
+            self._cancel_idle()
+
+    def _timeouts(self) -> bool:
+        return any(s.kind == "timeout" and s.active for s in self.toxics.values())
 
     def remove(self, name: str) -> None:
         state = self.toxics.pop(name, None)
@@ -50,8 +65,11 @@ class _Pipe:
             return
         if state.kind == "timeout":
             self.conn.close()  # Toxiproxy's timeout Cleanup closes what it held
-        elif not any(s.kind == "timeout" for s in self.toxics.values()):
+        elif not self._timeouts():
             self._cancel_idle()
+
+    def _active(self) -> list[ToxicState]:
+        return [s for s in self.toxics.values() if s.active]
 
     # ---- flow -----------------------------------------------------------------------------------
 
@@ -66,12 +84,12 @@ class _Pipe:
                 now = loop.time()
                 if not data:
                     leave = now
-                    for state in list(self.toxics.values()):
+                    for state in self._active():
                         leave = state.on_end(leave)
                     self._push(None, leave)
                     return
                 pieces, effects = [(data, now)], []
-                for state in list(self.toxics.values()):
+                for state in self._active():
                     results = [state.on_data(d, t) for d, t in pieces]
                     pieces = [p for r in results for p in r.pieces]
                     effects += results
@@ -154,16 +172,24 @@ class Connection:
 
     def start(self, toxics) -> None:
         for toxic in toxics:
-            self.add_toxic(toxic)
+            state = new_state(toxic.type, toxic.attributes, toxic.toxicity, self.rng)
+            self.pipes[toxic.direction].add(toxic.name, state)
         for pipe in self.pipes.values():
             self.tasks += [asyncio.ensure_future(pipe.read_loop()), asyncio.ensure_future(pipe.write_loop())]
 
-    def add_toxic(self, toxic) -> None:
-        state = new_state(toxic.type, toxic.attributes, toxic.toxicity, self.rng)
-        self.pipes[toxic.stream].add(toxic.name, state)
+    def add_toxic(self, toxic, previous=None) -> None:
+        """A toxic added to the proxy reaches this connection; ``previous`` is the toxic before it on
+        that stream, which link.go ``AddToxic`` interrupts and runs again."""
+        pipe = self.pipes[toxic.direction]
+        if previous is not None:
+            pipe.restart(previous.name, previous.toxicity)
+        pipe.add(toxic.name, new_state(toxic.type, toxic.attributes, toxic.toxicity, self.rng))
+
+    def update_toxic(self, toxic) -> None:
+        self.pipes[toxic.direction].restart(toxic.name, toxic.toxicity)
 
     def remove_toxic(self, toxic) -> None:
-        self.pipes[toxic.stream].remove(toxic.name)
+        self.pipes[toxic.direction].remove(toxic.name)
 
     def close(self) -> None:
         if self.closed:

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
 from .api import ToxiproxyApi
+
+log = logging.getLogger("kconform.toxiproxy")
 
 __all__ = ["EmbeddedToxiproxy", "serve_forever"]
 
@@ -72,8 +75,14 @@ class EmbeddedToxiproxy:
         self.stop()
 
 
-async def serve_forever(host: str, port: int, on_ready=None) -> None:
+async def serve_forever(host: str, port: int, on_ready=None, *, config: bytes | None = None) -> None:
+    """Serve until cancelled; ``config`` is a JSON list of proxies to create first, as
+    ``toxiproxy-server -config`` populates them (api.go ``PopulateConfig``)."""
     api = ToxiproxyApi()
+    if config is not None:
+        answer = await api.populate({}, config)
+        if answer.status != 201:
+            log.error("the -config proxies were not all created: %s", answer.body.decode(errors="replace"))
     bound = await api.start(host, port)
     if on_ready is not None:
         on_ready(bound)

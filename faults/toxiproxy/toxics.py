@@ -12,7 +12,11 @@ and what happens to the connection. ``link.py`` does the I/O.
 - slicer: chunks cut into pieces of ``average_size`` +- ``size_variation`` bytes, ``delay`` microseconds
   apart.
 - limit_data: ``bytes`` in all pass this way, then the connection closes.
-Toxicity is rolled once per connection when a toxic meets it: a miss makes the toxic a no-op there."""
+- noop: data passes (Toxiproxy registers it as a type like any other: toxics/noop.go).
+Toxicity is rolled whenever a toxic starts on a connection's stream, as ``ToxicStub.Run`` rolls it:
+when the toxic meets the connection, when it is updated, and when another toxic is added after it on
+that stream (link.go ``AddToxic`` and ``UpdateToxic`` re-run the stub). A miss makes it a no-op there
+until the next roll; its state (bytes counted by limit_data) is kept across rolls."""
 
 from __future__ import annotations
 
@@ -22,8 +26,10 @@ from typing import Any
 
 __all__ = ["ATTRIBUTES", "Effect", "ToxicState", "new_state"]
 
-# type -> its attributes and their defaults (Toxiproxy's struct fields; unknown keys are ignored)
+# type -> its attributes and their defaults: the JSON tags of each toxic's struct in toxics/*.go (all
+# int64, or int for slicer), as registered by each file's init(); unknown keys are ignored
 ATTRIBUTES: dict[str, dict[str, int]] = {
+    "noop": {},
     "latency": {"latency": 0, "jitter": 0},
     "bandwidth": {"rate": 0},
     "slow_close": {"delay": 0},
@@ -53,6 +59,12 @@ class ToxicState:
     def __init__(self, attributes: dict[str, Any], rng: random.Random) -> None:
         self.a = attributes
         self.rng = rng
+        self.active = True  # the last toxicity roll hit: when False the toxic passes data untouched
+
+    def roll(self, toxicity: float) -> bool:
+        """``rand.Float32() < toxicity`` (toxics/toxic.go ``ToxicStub.Run``); returns the outcome."""
+        self.active = self.rng.random() < toxicity
+        return self.active
 
     def on_data(self, data: bytes, ready: float) -> Effect:
         return Effect([(data, ready)])
@@ -170,7 +182,8 @@ class _LimitData(ToxicState):
         return Effect([(data, ready)] if data else [], close=self.a["bytes"] - self.sent <= 0)
 
 
-_KINDS = {
+_KINDS: dict[str, type[ToxicState]] = {
+    "noop": ToxicState,
     "latency": _Latency,
     "bandwidth": _Bandwidth,
     "slow_close": _SlowClose,
@@ -182,7 +195,7 @@ _KINDS = {
 
 
 def new_state(kind: str, attributes: dict[str, Any], toxicity: float, rng: random.Random) -> ToxicState:
-    """The toxic's state on a new connection; a toxicity miss gives a no-op, as Toxiproxy rolls it."""
-    if rng.random() >= toxicity:
-        return ToxicState(attributes, rng)
-    return _KINDS[kind](attributes, rng)
+    """The toxic's state on a new connection, its toxicity rolled once (``active`` says how)."""
+    state = _KINDS[kind](attributes, rng)
+    state.roll(toxicity)
+    return state

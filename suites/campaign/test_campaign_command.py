@@ -4,12 +4,15 @@ headless Chromium then renders. The screenshot is kept in ``$KCONFORM_ARTEFACTS`
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -43,6 +46,8 @@ def test_the_campaign_runs_every_part_and_leaves_a_dashboard(campaign_dir):
         chaos = json.loads((out / f"chaos-{target}" / "chaos.json").read_text())
         assert [r["scenario"] for r in chaos["results"]] == ["acks1-latency"]
         assert chaos["results"][0]["verdict"] == "pass", chaos["results"][0]
+        judged = {a["anomaly"]: a for a in chaos["results"][0]["anomalies"]}
+        assert not judged["lost-write"]["allowed"], "acks1-latency's promise forbids loss, even at acks=1"
     report = out / "report"
     for name in ("index.html", "summary.json", "junit.xml"):
         assert (report / name).stat().st_size > 0
@@ -53,7 +58,55 @@ def test_the_campaign_runs_every_part_and_leaves_a_dashboard(campaign_dir):
     assert elapsed < BUDGET_S + 90, f"{elapsed:.0f}s for a {BUDGET_S}s budget"
 
 
+def png_colours(path: Path) -> collections.Counter:
+    """How many pixels of each RGB colour an 8-bit, non-interlaced RGB(A) PNG holds, by zlib alone
+    (the same decoder as suites/reports/test_dashboard_chromium.py; a test cannot import another)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    pos, idat, header = 8, [], b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat.append(body)
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and colour in (2, 6) and interlace == 0, f"{path}: an unexpected PNG layout"
+    bpp = 3 if colour == 2 else 4
+    stride = width * bpp
+    raw = zlib.decompress(b"".join(idat))
+    counts: collections.Counter = collections.Counter()
+    prev = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        if kind == 1:  # Sub
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif kind == 2:  # Up
+            line = bytearray(map(lambda a, b: (a + b) & 255, line, prev))
+        elif kind == 3:  # Average
+            for i in range(stride):
+                line[i] = (line[i] + (((line[i - bpp] if i >= bpp else 0) + prev[i]) >> 1)) & 255
+        elif kind == 4:  # Paeth
+            for i in range(stride):
+                a, c = (line[i - bpp], prev[i - bpp]) if i >= bpp else (0, 0)
+                b = prev[i]
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        counts.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp))
+        prev = line
+    return counts
+
+
 def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campaign_dir, tmp_path):
+    """What only a browser produces: the page's script ran to its end (``data-ready``) and met no error
+    (``data-errors``, and none in Chromium's console log), every chart was laid out at a plausible size
+    with its marks drawn, and the screenshot is a page of many colours (suites/reports/
+    test_dashboard_chromium.py shows each of these checks failing on a broken page)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium is not installed (ci/install-tools.sh installs it)")
@@ -62,24 +115,30 @@ def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campa
     flags = [
         chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2400",
     ]  # fmt: skip
-    dom = subprocess.run(
-        [*flags, "--dump-dom", page], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
+    dumped = subprocess.run(
+        [*flags, "--enable-logging=stderr", "--v=0", "--dump-dom", page],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    dom = dumped.stdout
     from html.parser import HTMLParser
 
     class Census(HTMLParser):
-        """Counts what the rendered page holds in each section."""
+        """Counts what the rendered page holds in each section, and what its script reported."""
 
         def __init__(self) -> None:
             super().__init__()
             self.section: list[str] = []
-            self.grid_rows = self.divergences = self.repro_buttons = self.chart_marks = 0
+            self.grid_rows = self.divergences = self.repro_buttons = 0
             self.ids: set[str] = set()
+            self.page: dict[str, str] = {}  # the <html> attributes
+            self.charts: dict[str, dict[str, str]] = {}  # data-chart -> the figure's attributes
 
         def handle_starttag(self, tag, attrs):
             a = dict(attrs)
+            if tag == "html":
+                self.page = a
             if a.get("id"):
                 self.ids.add(a["id"])
             if tag == "section":
@@ -91,8 +150,8 @@ def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campa
                 self.divergences += 1
             if where == "divergences" and "data-copy" in a:
                 self.repro_buttons += 1
-            if a.get("data-chart") and a.get("data-marks"):  # a chart and how many marks it drew
-                self.chart_marks += int(a["data-marks"])
+            if tag == "figure" and a.get("data-chart"):
+                self.charts[a["data-chart"]] = a
 
         def handle_endtag(self, tag):
             if tag == "section" and self.section:
@@ -104,13 +163,24 @@ def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campa
     assert census.grid_rows > 2, "the grid has a header and rows"
     assert census.divergences > 0
     assert census.repro_buttons == census.divergences, "every divergence comes with its repro command"
-    assert census.chart_marks > 0
+    # the browser's part
+    assert census.page.get("data-ready") == "true", "the page's script did not run to its end"
+    assert census.page.get("data-errors") == "0", census.page.get("data-error-list", "no error recorder ran")
+    uncaught = [line for line in dumped.stderr.splitlines() if ":CONSOLE" in line and "Uncaught" in line]
+    assert not uncaught, uncaught
+    assert census.charts, "no chart on the page"
+    for chart, a in census.charts.items():
+        width, height = int(a.get("data-rendered-width", 0)), int(a.get("data-rendered-height", 0))
+        assert 200 <= width <= 1280 and 40 <= height <= 9600, f"{chart} laid out at {width}x{height}"
+        assert int(a.get("data-rendered-marks", -1)) <= int(a["data-marks"]), (chart, a)
+    assert sum(int(a["data-rendered-marks"]) for a in census.charts.values()) > 0, "no mark drawn"
     artefacts = Path(os.environ.get("KCONFORM_ARTEFACTS", tmp_path / "artefacts"))
     artefacts.mkdir(parents=True, exist_ok=True)
     shot = artefacts / "campaign-dashboard.png"
-    subprocess.run(
-        [*flags, f"--screenshot={shot}", "--window-size=1280,2400", page],
-        capture_output=True, timeout=120, check=True,
-    )  # fmt: skip
-    assert shot.stat().st_size > 10_000, "a blank page compresses to almost nothing"
+    subprocess.run([*flags, f"--screenshot={shot}", page], capture_output=True, timeout=120, check=True)
     print(f"dashboard screenshot: {shot}")
+    pixels = png_colours(shot)
+    background = pixels.most_common(1)[0][1] / pixels.total()
+    assert len(pixels) >= 64 and background <= 0.9, (
+        f"a blank screenshot: {len(pixels)} colours, {background:.0%}"
+    )
