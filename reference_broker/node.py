@@ -23,6 +23,7 @@ from .fetch_sessions import FetchSessionCache
 from .groups import GroupCoordinator
 from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
 from .partition import Partition
+from .planted import install as install_planted_bugs
 from .producer_ids import ProducerIdAllocator
 from .purgatory import Purgatory
 from .server import BrokerServer
@@ -45,6 +46,7 @@ class BrokerNode:
         advertised: tuple[str, int] | None = None,
         kafka_release: KafkaRelease | None = None,
     ):
+        install_planted_bugs()  # test only: KCONFORM_PLANTED_BUGS (planted.py); nothing when unset
         self.config = config
         # the Apache Kafka release this node answers as (ApiVersions and the versions it serves)
         self.kafka_release = kafka_release or newest_covered_release()

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 from kconform.codecs.errors import Errors
 
-from . import planted
-
 __all__ = ["Partition", "PartitionError", "AppendResult", "FetchRead", "LogSlice"]
 
 
@@ -182,11 +180,6 @@ class Partition:
             raise PartitionError(exc.error_code, exc.error_message, exc.record_errors) from None
         if validated.first_offset < 0:
             return AppendResult(-1, -1, -1)
-        if planted.active("ack-without-write"):
-            self._planted_appends = getattr(self, "_planted_appends", 0) + 1
-            if self._planted_appends % 10 == 0:  # test only: acknowledged, never written
-                first, last = validated.first_offset, validated.last_offset
-                return AppendResult(first, last, validated.log_append_time_ms)
         try:
             info = self.log.append(
                 validated.records,

@@ -19,7 +19,7 @@ from typing import Any
 from kconform.faults.nemesis import FaultEvent, Nemesis
 from kconform.faults.schedule import Schedule, Step
 
-from ..checkers import History, check_history, expected_anomalies
+from ..checkers import History, check_history
 from ..checkers.history import Op, Poll, Send
 from ..checkers.report import Verdict
 from ..traces import TraceRow, TraceWriter
@@ -31,7 +31,7 @@ __all__ = ["ScenarioResult", "run_scenario"]
 
 PARTITIONS = 3
 _OUTCOME = {"ok": "pass", "fail": "error", "info": "timeout"}
-_BOOKKEEPING = ("assignment", "commit", "final read")  # history entries that are not client operations
+_BOOKKEEPING = ("assignment", "commit", "final read", "watermark")  # not client operations
 
 
 @dataclass
@@ -110,29 +110,6 @@ class ScenarioResult:
             ],
             "error": self.error,
         }
-
-
-def _allowed(scenario: Scenario) -> frozenset[str]:
-    s = scenario.settings
-    transactional = scenario.workload == "transactions"
-    idempotence = bool(s.get("enable.idempotence", True)) or transactional
-    allowed = set(
-        expected_anomalies(
-            acks=str(s.get("acks", "all")),
-            idempotence=idempotence,
-            retries=int(s.get("retries", 1)) > 0,
-            max_in_flight=int(s.get("max.in.flight.requests.per.connection", 5)),
-            isolation_level="read_committed",
-            transactional=transactional,
-            complete_reads=True,
-        )
-    )
-    if scenario.workload == "group":
-        # A member that takes a partition over starts at the last committed offset, which may be behind
-        # what the previous owner polled (commits can be refused mid-rebalance): Kafka promises
-        # at-least-once there, so polls across members may repeat or go back, never skip.
-        allowed |= {"nonmonotonic-poll", "int-nonmonotonic-poll"}
-    return frozenset(allowed)
 
 
 def _resolve_links(schedule: Schedule, cluster: ProxiedCluster) -> Schedule:
@@ -250,7 +227,7 @@ async def run_scenario(
         error = f"{type(exc).__name__}: {exc}"
     finally:
         ticker.cancel()
-    verdicts = check_history(history, _allowed(scenario))
+    verdicts = check_history(history, scenario.allowed_anomalies())
     stats.update(slowdown(history, nemesis.log, started_ns))
     completed = collections.Counter(
         op.type for op in history.ops if op.type != "invoke" and op.note not in _BOOKKEEPING

@@ -1,6 +1,8 @@
 """The scenario catalogue (``catalogue.toml``): what each scenario runs, under which faults, and what
 Kafka promises there. ``Scenario.schedule(duration)`` turns its storms into a nemesis schedule for a run
-of that length: pure, so the same scenario and duration always give the same faults."""
+of that length: pure, so the same scenario and duration always give the same faults.
+``Scenario.allowed_anomalies()`` is what a run may show without breaking the scenario's promise: its
+settings and its promise (``forbids``, ``allows``) decide it, through ``checkers.allowed_anomalies``."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from importlib import resources
 from typing import Any
 
 from kconform.faults.schedule import Schedule, ScheduleError, parse_duration, schedule_from_data
+
+from ..checkers.promises import Promise, PromiseError, WorkloadSettings, allowed_anomalies
 
 __all__ = ["CatalogueError", "Scenario", "Storm", "load_catalogue", "QUIET_TAIL"]
 
@@ -47,6 +51,21 @@ class Scenario:
     storms: tuple[Storm, ...]
     targets: tuple[str, ...] = TARGETS
     start: float = START  # calm before the first fault
+    forbids: frozenset[str] = frozenset()  # anomalies the promise rules out, whatever the settings allow
+    allows: frozenset[str] = frozenset()  # anomalies the promise only measures
+
+    @property
+    def claims(self) -> Promise:
+        """The promise as the checkers read it."""
+        return Promise(self.promise, self.forbids, self.allows)
+
+    @property
+    def workload_settings(self) -> WorkloadSettings:
+        """The producer settings the scenario runs with; every run ends with a complete read."""
+        return WorkloadSettings.from_client_settings(self.workload, self.settings)
+
+    def allowed_anomalies(self) -> frozenset[str]:
+        return allowed_anomalies(self.claims, self.workload_settings)
 
     def schedule(self, duration: float) -> Schedule:
         """Each storm's fault on for ``on`` and off for ``off``, from ``start`` to the quiet tail, as a
@@ -104,7 +123,18 @@ def scenarios_from_data(data: dict) -> dict[str, Scenario]:
     for name, raw in data.items():
         if not isinstance(raw, dict):
             raise CatalogueError(f"{name}: expected a table")
-        known = {"description", "workload", "promise", "bites", "settings", "storm", "targets", "start"}
+        known = {
+            "description",
+            "workload",
+            "promise",
+            "forbids",
+            "allows",
+            "bites",
+            "settings",
+            "storm",
+            "targets",
+            "start",
+        }
         unknown = set(raw) - known
         if unknown:
             raise CatalogueError(f"{name}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -124,12 +154,34 @@ def scenarios_from_data(data: dict) -> dict[str, Scenario]:
             storms=tuple(_storm(name, s) for s in raw.get("storm", [])),
             targets=targets,
             start=_start(name, raw.get("start", START)),
+            forbids=_anomalies(name, "forbids", raw.get("forbids", [])),
+            allows=_anomalies(name, "allows", raw.get("allows", [])),
         )
         try:  # the fault names and parameters, checked as any nemesis schedule is
             out[name].schedule(60.0)
         except ScheduleError as exc:
             raise CatalogueError(f"{name}: {exc}") from None
+        _check_promise(out[name])
     return out
+
+
+def _anomalies(name: str, key: str, value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CatalogueError(f"{name}: {key} is a list of anomaly names")
+    return frozenset(value)
+
+
+def _check_promise(scenario: Scenario) -> None:
+    """A promise must rule something out (else no run can break it) and name only known anomalies."""
+    if not scenario.forbids:
+        raise CatalogueError(
+            f"{scenario.name}: the promise forbids nothing, so no run could break it; name the anomalies "
+            "it rules out in `forbids`"
+        )
+    try:
+        Promise(scenario.promise, scenario.forbids, scenario.allows)
+    except PromiseError as exc:
+        raise CatalogueError(f"{scenario.name}: {exc}") from None
 
 
 def load_catalogue(text: str | None = None) -> dict[str, Scenario]:

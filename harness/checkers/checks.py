@@ -38,7 +38,8 @@ class _Index:
             lambda: defaultdict(set)
         )  # p -> off -> values
         self.value_offsets: dict[object, set[tuple[tuple, int]]] = defaultdict(set)
-        self.readers: dict[object, list[Op]] = defaultdict(list)
+        # A plain dict, never a defaultdict: a check that looks a value up must not make it "read".
+        self.readers: dict[object, list[Op]] = {}
         for op in history.ops:
             if op.type == "invoke":
                 continue
@@ -59,7 +60,7 @@ class _Index:
                     for offset, value in records:
                         self.seen_at[partition][offset].add(value)
                         self.value_offsets[value].add((partition, offset))
-                        self.readers[value].append(op)
+                        self.readers.setdefault(value, []).append(op)
         # The version order of each partition: its values by offset (only offsets with one value).
         self.order: dict[tuple, list[object]] = {}
         self.position: dict[tuple, dict[object, int]] = {}
@@ -88,7 +89,7 @@ def duplicates(ix: _Index) -> list[Finding]:
     for value, places in ix.value_offsets.items():
         if len(places) > 1:
             ops = sorted(
-                {o.index for o in ix.readers[value]}
+                {o.index for o in ix.readers.get(value, ())}
                 | ({ix.writer[value].index} if value in ix.writer else set())
             )
             out.append(Finding("duplicate", tuple(ops), f"{value!r} is at {sorted(places)}"))
@@ -101,7 +102,7 @@ def inconsistent_offsets(ix: _Index) -> list[Finding]:
         for offset, values in offsets.items():
             if len(values) > 1:
                 ops = sorted(
-                    {o.index for v in values for o in ix.readers[v]}
+                    {o.index for v in values for o in ix.readers.get(v, ())}
                     | {ix.writer[v].index for v in values if v in ix.writer}
                 )
                 out.append(
@@ -115,12 +116,12 @@ def inconsistent_offsets(ix: _Index) -> list[Finding]:
 
 
 def lost_writes(ix: _Index) -> list[Finding]:
-    """Acknowledged, never read, though reads went past its offset."""
+    """Acknowledged, never read, though reads reached its offset (another value there) or went past it."""
     out = []
     for value, (partition, offset, op) in ix.write_ok.items():
         if value in ix.readers:
             continue
-        if ix.max_read_offset.get(partition, -1) > offset:
+        if ix.max_read_offset.get(partition, -1) >= offset:
             passing = [
                 r.index
                 for r, p, records in ix.reads
@@ -157,7 +158,7 @@ def unseen(ix: _Index) -> list[Finding]:
     return [
         Finding("unseen", (op.index,), f"{value!r} at {partition} offset {offset}")
         for value, (partition, offset, op) in ix.write_ok.items()
-        if value not in ix.readers and ix.max_read_offset.get(partition, -1) <= offset
+        if value not in ix.readers and ix.max_read_offset.get(partition, -1) < offset
     ]
 
 

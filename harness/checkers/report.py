@@ -1,5 +1,6 @@
-"""Verdicts: every check's findings, grouped by anomaly, each allowed or not by what the workload's
-settings let Kafka promise (acks, idempotence, isolation level, transactions)."""
+"""Verdicts: every check's findings, grouped by anomaly, each allowed or not. What is allowed follows from
+the workload's settings and the scenario's promise (``promises.allowed_anomalies``); anything else
+found is a violation."""
 
 from __future__ import annotations
 
@@ -8,28 +9,17 @@ from dataclasses import dataclass
 from .checks import Finding, run_checks
 from .history import History
 from .kafka_checks import KAFKA_CHECKS
+from .promises import ANOMALIES, Promise, WorkloadSettings, allowed_anomalies, settings_allow
 
-__all__ = ["ANOMALIES", "Verdict", "check_history", "expected_anomalies"]
-
-ANOMALIES = (
-    "lost-write",
-    "duplicate",
-    "inconsistent-offsets",
-    "G1a",
-    "future-read",
-    "poll-skip",
-    "nonmonotonic-poll",
-    "int-poll-skip",
-    "int-nonmonotonic-poll",
-    "nonmonotonic-send",
-    "int-nonmonotonic-send",
-    "unseen",
-    "G0",
-    "G1c",
-    "double-ownership",
-    "committed-offset-backwards",
-    "hw-ahead-of-isr",
-)
+__all__ = [
+    "ANOMALIES",
+    "Promise",
+    "Verdict",
+    "WorkloadSettings",
+    "allowed_anomalies",
+    "check_history",
+    "expected_anomalies",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,20 +44,22 @@ def expected_anomalies(
     isolation_level: str = "read_committed",
     transactional: bool = False,
     complete_reads: bool = False,
+    workload: str = "produce",
 ) -> frozenset[str]:
-    """What Kafka does not promise under these settings, so finding it is no violation."""
-    allowed = set()
-    if str(acks) in ("0", "1"):
-        allowed.add("lost-write")  # acks=0 is fire and forget; acks=1 loses what the leader alone had
-    if not idempotence and retries:
-        allowed.add("duplicate")  # a retried send whose first attempt landed is written twice
-        if max_in_flight > 1:
-            allowed.add("nonmonotonic-send")  # a retried batch lands after its successors
-    if isolation_level == "read_uncommitted" or not transactional:
-        allowed.add("G1a")  # a failed (aborted or refused) write may be read uncommitted
-    if not complete_reads:
-        allowed.add("unseen")  # the run stopped before readers caught up
-    return frozenset(allowed)
+    """What Kafka does not promise under these settings, so finding it is no violation (no scenario
+    promise on top: ``allowed_anomalies`` adds one)."""
+    return settings_allow(
+        WorkloadSettings(
+            workload=workload,
+            acks=str(acks),
+            idempotence=idempotence,
+            retries=retries,
+            max_in_flight=max_in_flight,
+            isolation_level=isolation_level,
+            transactional=transactional,
+            complete_reads=complete_reads,
+        )
+    )
 
 
 def check_history(history: History, allowed: frozenset[str] = frozenset()) -> list[Verdict]:
@@ -77,6 +69,9 @@ def check_history(history: History, allowed: frozenset[str] = frozenset()) -> li
     by_anomaly: dict[str, list[Finding]] = {}
     for finding in findings:
         by_anomaly.setdefault(finding.anomaly, []).append(finding)
+    unnamed = by_anomaly.keys() - set(ANOMALIES)
+    if unnamed:  # a check's finding no verdict would show
+        raise ValueError(f"checks reported anomalies missing from ANOMALIES: {', '.join(sorted(unnamed))}")
     verdicts = []
     for anomaly in ANOMALIES:
         found = by_anomaly.get(anomaly, [])

@@ -20,13 +20,11 @@ from kconform.codecs.constants import LIST_OFFSETS_TIMESTAMP_MIN_VERSION, ListOf
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import ListOffsetsResponse
 
-from .. import planted
 from ..partition import PartitionError
 from . import handles
 
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 CONSUMER_REPLICA_ID = -1
-LATEST = ListOffsetsTimestamp.LATEST
 
 # ReplicaManager.timestampMinSupportedVersion: the first request version that may ask for each
 # special timestamp (a wire fact, kept with the constants).
@@ -80,8 +78,6 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
                             current_leader_epoch=current_leader_epoch,
                             from_consumer=request.replica_id == CONSUMER_REPLICA_ID,
                         )
-                        if p.timestamp == LATEST and planted.active("list-offsets-latest-off-by-one"):
-                            offset += 1
                         out.offset, out.timestamp = offset, timestamp
                         out.leader_epoch = epoch if version >= 4 else -1
                 except PartitionError as exc:

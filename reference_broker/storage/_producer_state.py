@@ -13,8 +13,6 @@ from enum import Enum
 
 from kconform.codecs import Errors
 
-from .. import planted
-
 __all__ = [
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
@@ -223,8 +221,6 @@ def check_sequence(
     ``ProducerAppendInfo`` carries it. REPLICATION appends are never refused."""
     if origin is AppendOrigin.REPLICATION:
         return _OK
-    if origin is AppendOrigin.CLIENT and planted.active("forget-idempotent-state"):
-        return _OK  # test only: a broker that lost its producer state accepts anything
     current = state if state is not None else ProducerStateEntry(NO_PRODUCER_ID)
     if origin is AppendOrigin.CLIENT:
         duplicate = current.find_duplicate(producer_epoch, first_seq, last_seq)

@@ -57,6 +57,13 @@ def test_storms_fill_the_run_between_the_start_and_the_quiet_tail(name, duration
         ('[x]\nworkload = "produce"\ntargets = ["docker"]', "targets must be among"),
         ('[x]\nworkload = "produce"\nstorm = [{ fault = "latency", on = "soon" }]', "not a duration"),
         ("[x", "not valid TOML"),
+        ('[x]\nworkload = "produce"\npromise = "fine"', "the promise forbids nothing"),
+        ('[x]\nworkload = "produce"\nforbids = "lost-write"', "forbids is a list of anomaly names"),
+        ('[x]\nworkload = "produce"\nforbids = ["lost"]', "unknown anomalies lost"),
+        (
+            '[x]\nworkload = "produce"\nforbids = ["duplicate"]\nallows = ["duplicate"]',
+            "both forbidden and allowed",
+        ),
     ],
 )
 def test_a_broken_entry_is_a_clear_error(text, message):
