@@ -4,8 +4,10 @@ against pure-Python decoding and encoding, mutated and truncated input, every co
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_native_codec_suites_pass_under_asan_and_ubsan():
     assert shutil.which("gcc"), "gcc is needed to build the sanitized module"
     done = subprocess.run(
-        ["bash", str(ROOT / "ci" / "sanitizers.sh")], capture_output=True, text=True, timeout=1200
+        ["bash", str(ROOT / "ci" / "sanitizers.sh")],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "PYTHON": sys.executable},
     )
     tail = (done.stdout + done.stderr)[-4000:]
     assert done.returncode == 0, tail
