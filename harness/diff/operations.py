@@ -84,6 +84,24 @@ class Operation:
         return []
 
 
+class _NamesTopicsById:
+    """For an operation whose newest versions name its topic by id: one request per side, the shared
+    body with the name blanked and that side's id filled in. ``_topic_entry`` says where the topic is."""
+
+    _TOPIC_NAME_FIELD = "name"
+
+    def _topic_entry(self, body):
+        raise NotImplementedError
+
+    def body_for(self, side, ctx, version):
+        body = self.body(ctx, version)
+        if self.names_topics_by_id(version):
+            entry = self._topic_entry(body)
+            setattr(entry, self._TOPIC_NAME_FIELD, "")
+            entry.topic_id = ctx.topic_id(side, self.topic)
+        return body
+
+
 @dataclass(frozen=True)
 class CreateTopic(Operation):
     topic: int = 0
@@ -101,7 +119,7 @@ class CreateTopic(Operation):
 
 
 @dataclass(frozen=True)
-class Produce(Operation):
+class Produce(_NamesTopicsById, Operation):
     topic: int = 0
     partition: int = 0
     values: tuple[bytes | None, ...] = (b"v",)
@@ -109,6 +127,9 @@ class Produce(Operation):
     acks: int = -1
     corrupt: bool = False  # flip a byte inside the batch after its CRC was computed
     api_key = 0
+
+    def _topic_entry(self, body):
+        return body.topic_data[0]
 
     @property
     def expects_response(self) -> bool:  # type: ignore[override]
@@ -133,25 +154,22 @@ class Produce(Operation):
         topic = ProduceRequest.TopicProduceData(name=ctx.topic(self.topic), partition_data=[data])
         return ProduceRequest(acks=self.acks, timeout_ms=5_000, topic_data=[topic])
 
-    def body_for(self, side, ctx, version):
-        body = self.body(ctx, version)
-        if self.names_topics_by_id(version):
-            body.topic_data[0].name = ""
-            body.topic_data[0].topic_id = ctx.topic_id(side, self.topic)
-        return body
-
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
 
 @dataclass(frozen=True)
-class Fetch(Operation):
+class Fetch(_NamesTopicsById, Operation):
     topic: int = 0
     partition: int = 0
     offset: int = 0
     max_bytes: int = 1 << 20
     leader_epoch: int = -1  # the leader epoch the fetcher believes in (v9+); a wrong one is fenced
     api_key = 1
+    _TOPIC_NAME_FIELD = "topic"
+
+    def _topic_entry(self, body):
+        return body.topics[0]
 
     def body(self, ctx, version):
         part = FetchRequest.FetchPartition(
@@ -172,13 +190,6 @@ class Fetch(Operation):
             session_epoch=-1,
             topics=[topic],
         )
-
-    def body_for(self, side, ctx, version):
-        body = self.body(ctx, version)
-        if self.names_topics_by_id(version):
-            body.topics[0].topic = ""
-            body.topics[0].topic_id = ctx.topic_id(side, self.topic)
-        return body
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
@@ -255,7 +266,7 @@ class FindCoordinator(Operation):
 
 
 @dataclass(frozen=True)
-class OffsetCommit(Operation):
+class OffsetCommit(_NamesTopicsById, Operation):
     """A simple (non-member) commit, as admin tools and manual-assignment consumers make."""
 
     group: int = 0
@@ -263,6 +274,9 @@ class OffsetCommit(Operation):
     partition: int = 0
     offset: int = 0
     api_key = 8
+
+    def _topic_entry(self, body):
+        return body.topics[0]
 
     def body(self, ctx, version):
         part = OffsetCommitRequest.OffsetCommitRequestPartition(
@@ -280,43 +294,31 @@ class OffsetCommit(Operation):
             topics=[topic],
         )
 
-    def body_for(self, side, ctx, version):
-        body = self.body(ctx, version)
-        if self.names_topics_by_id(version):
-            body.topics[0].name = ""
-            body.topics[0].topic_id = ctx.topic_id(side, self.topic)
-        return body
-
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
 
 @dataclass(frozen=True)
-class OffsetFetch(Operation):
+class OffsetFetch(_NamesTopicsById, Operation):
     group: int = 0
     topic: int = 0
     partition: int = 0
     api_key = 9
+
+    def _topic_entry(self, body):
+        return body.groups[0].topics[0]
 
     def body(self, ctx, version):
         if version >= 8:
             topic = OffsetFetchRequest.OffsetFetchRequestTopics(
                 name=ctx.topic(self.topic), partition_indexes=[self.partition]
             )
-            if self.names_topics_by_id(version):
-                topic.name = ""  # body_for puts the side's id in
             group = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=ctx.group(self.group), topics=[topic])
             return OffsetFetchRequest(groups=[group], require_stable=False)
         topic = OffsetFetchRequest.OffsetFetchRequestTopic(
             name=ctx.topic(self.topic), partition_indexes=[self.partition]
         )
         return OffsetFetchRequest(group_id=ctx.group(self.group), topics=[topic], require_stable=False)
-
-    def body_for(self, side, ctx, version):
-        body = self.body(ctx, version)
-        if self.names_topics_by_id(version):
-            body.groups[0].topics[0].topic_id = ctx.topic_id(side, self.topic)
-        return body
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
