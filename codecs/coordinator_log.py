@@ -18,7 +18,6 @@ __all__ = [
     "decode_coordinator_value",
     "encode_coordinator_key",
     "encode_coordinator_value",
-    "value_class_for",
 ]
 
 _I16 = struct.Struct(">h")
@@ -52,8 +51,3 @@ def decode_coordinator_value(value_class, data) -> tuple[int, object]:
     """(version, value) of a value of ``value_class``; DecodeError for an unknown version or bad bytes."""
     version = _leading_version(data, value_class.__name__)
     return version, value_class.decode(memoryview(data)[2:], version)
-
-
-def value_class_for(topic: str, record_type: int):
-    """The value class of a record type in ``topic``."""
-    return getattr(coordinator_records, coordinator_records.RECORD_TYPES[topic][record_type][1])

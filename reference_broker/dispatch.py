@@ -47,7 +47,6 @@ class RequestContext:
 class Dispatcher:
     def __init__(self, broker, release: KafkaRelease) -> None:
         self.broker = broker
-        self.release = release
         self.handlers = registered_handlers()
         self._advertised, self._served, self.shortfalls = release_versions(release, self.handlers)
         for shortfall in self.shortfalls:

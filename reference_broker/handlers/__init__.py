@@ -24,9 +24,6 @@ class Handler:
     min_version: int
     max_version: int
 
-    def supports(self, version: int) -> bool:
-        return self.min_version <= version <= self.max_version
-
 
 _HANDLERS: dict[int, Handler] = {}
 _MODULES = (

@@ -26,9 +26,6 @@ from . import handles
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 CONSUMER_REPLICA_ID = -1
 
-# ReplicaManager.timestampMinSupportedVersion: the first request version that may ask for each
-# special timestamp (a wire fact, kept with the constants).
-TIMESTAMP_MIN_VERSION = LIST_OFFSETS_TIMESTAMP_MIN_VERSION
 # UnifiedLog.fetchOffsetByTimestamp without remote storage (remoteLogEnabled() false): LATEST_TIERED
 # and EARLIEST_PENDING_UPLOAD (fetchEarliestPendingUploadOffset) are TimestampAndOffset(NO_TIMESTAMP,
 # -1, Optional.of(-1)), which ReplicaManager.fetchOffset answers as offset -1, timestamp -1, epoch -1.
@@ -40,7 +37,7 @@ def timestamp_unsupported(timestamp: int, version: int) -> bool:
     knows only -1 and -2 (KafkaApis.handleListOffsetRequestV0 in 3.x)."""
     if version == 0:
         return timestamp < ListOffsetsTimestamp.EARLIEST
-    first = TIMESTAMP_MIN_VERSION.get(timestamp)
+    first = LIST_OFFSETS_TIMESTAMP_MIN_VERSION.get(timestamp)  # ReplicaManager.timestampMinSupportedVersion
     return timestamp < 0 and (first is None or version < first)
 
 
