@@ -42,19 +42,19 @@ class Skip:
 ALLOWED: list[tuple[str, str, str, str]] = [
     # --- tools the machine lacks (ci/install-tools.sh) ------------------------------------------------
     (
-        "broker/live/test_real_clients.py",
+        "reference_broker/live/test_real_clients.py",
         "mark.skipif",
         "kcat is installed by ci/install-tools.sh",
         INSTALL_TOOLS,
     ),
     (
-        "broker/test_capture_tshark.py",
+        "reference_broker/test_capture_tshark.py",
         "skip",
         "{tool} is not installed: run bash ci/install-tools.sh",
         INSTALL_TOOLS,
     ),
     (
-        "broker/test_capture_groups_tshark.py",
+        "reference_broker/test_capture_groups_tshark.py",
         "skip",
         "{tool} is not installed: run bash ci/install-tools.sh",
         INSTALL_TOOLS,
@@ -78,13 +78,13 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         INSTALL_TOOLS,
     ),
     (
-        "reports/conftest.py",
+        "spark_reports/conftest.py",
         "skip",
         "chromium is not installed: run ci/install-tools.sh (Debian package chromium)",
         INSTALL_TOOLS,
     ),
     (
-        "reports/test_rollup_agreement.py",
+        "spark_reports/test_rollup_agreement.py",
         "skip",
         "Spark cannot start here: {exc}",
         "SparkUnavailable says which: pyspark absent ([spark] extra) or no Java 17+ on the machine",
@@ -94,11 +94,11 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         (path, "skip", reason, CAPTURE)
         for path, reason in [
             (
-                "broker/test_capture_tshark.py",
+                "reference_broker/test_capture_tshark.py",
                 "{NO_CAPTURE}",  # kconform.harness.capture.NO_CAPTURE: no CAP_NET_RAW here nor for dumpcap
             ),
             (
-                "broker/test_capture_groups_tshark.py",
+                "reference_broker/test_capture_groups_tshark.py",
                 "{NO_CAPTURE}",  # kconform.harness.capture.NO_CAPTURE: no CAP_NET_RAW here nor for dumpcap
             ),
             (
@@ -152,7 +152,7 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         "a user's broker may be older; the reference target fails instead",
     ),
     # --- optional peers ([peers] extra) ---------------------------------------------------------------
-    ("broker/live/test_transactions_live.py", "importorskip", "could not import 'confluent_kafka'", PEER),
+    ("reference_broker/live/test_transactions_live.py", "importorskip", "could not import 'confluent_kafka'", PEER),
     ("client/test_partitioner.py", "importorskip", "could not import 'confluent_kafka'", PEER),
     ("client/test_producer_live.py", "importorskip", "could not import 'confluent_kafka'", PEER),
     ("codecs/test_kio_crosscheck.py", "importorskip", "could not import 'kio'", PEER),
@@ -351,18 +351,18 @@ def test_the_census_finds_every_form_of_skip(tmp_path):
 
 
 def test_a_skip_that_hides_a_regression_fails_the_census(tmp_path):
-    """Planted: the DeleteRecords skip issue 17 removed from suites/broker/test_durability.py."""
-    (tmp_path / "broker").mkdir()
+    """Planted: the DeleteRecords skip issue 17 removed from suites/reference_broker/test_durability.py."""
+    (tmp_path / "reference_broker").mkdir()
     for relative in {s.path for s in census(SUITES, leave_out=Path(__file__))}:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text((SUITES / relative).read_text())
-    (tmp_path / "broker" / "test_durability.py").write_text(
+    (tmp_path / "reference_broker" / "test_durability.py").write_text(
         "import pytest\n"
         "def test_a_clean_restart_keeps_the_log_start_offset():\n"
         '    pytest.skip("the broker does not implement DeleteRecords (API key 21) yet")\n'
     )
     new, stale = unexplained(census(tmp_path), ALLOWED)
     assert [(s.path, s.reason) for s in new] == [
-        ("broker/test_durability.py", "the broker does not implement DeleteRecords (API key 21) yet")
+        ("reference_broker/test_durability.py", "the broker does not implement DeleteRecords (API key 21) yet")
     ]
     assert stale == []

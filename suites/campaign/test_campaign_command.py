@@ -4,18 +4,17 @@ headless Chromium then renders. The screenshot is kept in ``$KCONFORM_ARTEFACTS`
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import pytest
+
+from ..support.png import png_colours
 
 pytestmark = [pytest.mark.slow, pytest.mark.peer]
 
@@ -58,54 +57,10 @@ def test_the_campaign_runs_every_part_and_leaves_a_dashboard(campaign_dir):
     assert elapsed < BUDGET_S + 90, f"{elapsed:.0f}s for a {BUDGET_S}s budget"
 
 
-def png_colours(path: Path) -> collections.Counter:
-    """How many pixels of each RGB colour an 8-bit, non-interlaced RGB(A) PNG holds, by zlib alone
-    (the same decoder as suites/reports/test_dashboard_chromium.py; a test cannot import another)."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    pos, idat, header = 8, [], b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            idat.append(body)
-    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
-    assert depth == 8 and colour in (2, 6) and interlace == 0, f"{path}: an unexpected PNG layout"
-    bpp = 3 if colour == 2 else 4
-    stride = width * bpp
-    raw = zlib.decompress(b"".join(idat))
-    counts: collections.Counter = collections.Counter()
-    prev = bytearray(stride)
-    for y in range(height):
-        start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        if kind == 1:  # Sub
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 255
-        elif kind == 2:  # Up
-            line = bytearray(map(lambda a, b: (a + b) & 255, line, prev))
-        elif kind == 3:  # Average
-            for i in range(stride):
-                line[i] = (line[i] + (((line[i - bpp] if i >= bpp else 0) + prev[i]) >> 1)) & 255
-        elif kind == 4:  # Paeth
-            for i in range(stride):
-                a, c = (line[i - bpp], prev[i - bpp]) if i >= bpp else (0, 0)
-                b = prev[i]
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        counts.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp))
-        prev = line
-    return counts
-
-
 def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campaign_dir, tmp_path):
     """What only a browser produces: the page's script ran to its end (``data-ready``) and met no error
     (``data-errors``, and none in Chromium's console log), every chart was laid out at a plausible size
-    with its marks drawn, and the screenshot is a page of many colours (suites/reports/
+    with its marks drawn, and the screenshot is a page of many colours (suites/spark_reports/
     test_dashboard_chromium.py shows each of these checks failing on a broken page)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:

@@ -30,7 +30,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 ZERO = uuid.UUID(int=0)
 DELETE_TOPICS = 20

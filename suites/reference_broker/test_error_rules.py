@@ -30,7 +30,7 @@ from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS = 18, 19, 20, 22, 37

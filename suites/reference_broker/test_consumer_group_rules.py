@@ -280,7 +280,7 @@ def test_consumer_groups_are_read_back_after_a_restart(tmp_path):
     back with its epochs, members and assignments; its members go on heartbeating as before."""
     from kconform.reference_broker.node import BrokerNode
 
-    from .rawclient import RawClient
+    from ..support.rawclient import RawClient
     from .test_group_rules import FAST
 
     props = {"node.id": "1", "log.dirs": str(tmp_path / "data"), **FAST}

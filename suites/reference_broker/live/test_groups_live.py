@@ -23,11 +23,11 @@ from kconform.codecs.messages import (
 )
 from kconform.reference_broker.process import start_broker_process
 
-from ..rawclient import RawClient
+from ...support.rawclient import RawClient
 
 pytestmark = [pytest.mark.peer, pytest.mark.slow]
 
-MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
+MEMBER_SCRIPT = Path(__file__).parents[2] / "support" / "group_member.py"
 TOPIC, PARTITIONS, GROUP = "events", 6, "workers"
 FAST = {
     "group.initial.rebalance.delay.ms": "0",

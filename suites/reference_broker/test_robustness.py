@@ -36,7 +36,7 @@ from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.codecs.strategies import sample
 from kconform.reference_broker.node import BrokerNode
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 SEED = int(os.environ.get("KCONFORM_FUZZ_SEED", "1927"))
 MAX_REQUEST_BYTES = 64 * 1024

@@ -23,7 +23,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch
 from kconform.reference_broker.process import start_broker_process
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 from .test_group_rules import Cluster as GroupCluster
 from .test_group_rules import stable_group
 from .test_transaction_rules import values

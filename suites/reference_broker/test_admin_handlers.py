@@ -31,7 +31,7 @@ from kconform.codecs.records import Record, encode_batch
 from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -31,7 +31,7 @@ from kconform.reference_broker.down_conversion import (
 )
 from kconform.reference_broker.process import start_broker_process
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 TOPIC = "old-clients"
 

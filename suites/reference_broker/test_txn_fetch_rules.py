@@ -27,7 +27,7 @@ from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 from kconform.reference_broker.txn_markers import write_txn_markers
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, WRITE_MARKERS = 0, 1, 2, 19, 27
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1

@@ -29,7 +29,7 @@ from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, INIT_PID = 0, 1, 2, 19, 22
 ADD_PARTITIONS, ADD_OFFSETS, END_TXN, WRITE_MARKERS, TXN_OFFSET_COMMIT = 24, 25, 26, 27, 28

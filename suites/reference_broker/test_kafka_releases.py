@@ -26,7 +26,7 @@ from kconform.codecs.messages import (
 from kconform.reference_broker.handlers import registered_handlers
 from kconform.reference_broker.process import start_broker_process
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 API_VERSIONS = 18
 

@@ -56,7 +56,7 @@ from kconform.reference_broker.groups.consumer_group import (
 from kconform.reference_broker.groups.records import RecordFormatError
 from kconform.reference_broker.node import BrokerNode
 
-from .rawclient import RawClient
+from ..support.rawclient import RawClient
 
 HEARTBEAT, DESCRIBE = 68, 69
 OFFSET_COMMIT, OFFSET_FETCH, JOIN, LIST_GROUPS, DELETE_GROUPS = 8, 9, 11, 16, 42
