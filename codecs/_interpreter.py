@@ -11,7 +11,7 @@ from uuid import UUID
 
 from ._exceptions import DecodeError, EncodeError
 from ._primitives import MalformedVarint, read_uvarint, write_uvarint
-from ._runtime import FieldSchema, Message
+from ._schema import FieldSchema
 
 __all__ = ["decode_message", "encode_message", "explain_decode_failure", "explain_encode_failure"]
 
@@ -193,7 +193,7 @@ def _decode_one(f, kind, reader: _Reader, version, flexible, compact, nullable, 
 # ---- encoding ---------------------------------------------------------------------------------------
 
 
-def encode_message(message: Message, version: int) -> bytes:
+def encode_message(message, version: int) -> bytes:
     """Encode with the interpreter (the slow reference path)."""
     out = bytearray()
     cls = type(message)
@@ -204,7 +204,7 @@ def encode_message(message: Message, version: int) -> bytes:
     return bytes(out)
 
 
-def explain_encode_failure(message: Message, version: int, exc: Exception) -> EncodeError:
+def explain_encode_failure(message, version: int, exc: Exception) -> EncodeError:
     cls = type(message)
     try:
         _encode_struct(message, bytearray(), version, cls._message_.flexible(version), "")

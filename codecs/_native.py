@@ -9,15 +9,15 @@ same way: None sends the input to the pure-Python encoder, which writes the same
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ._runtime import EMPTY_LIST, NEW_STRUCT, ZERO_UUID, FieldSchema
+from ._schema import EMPTY_LIST, NEW_STRUCT, ZERO_UUID, FieldSchema
 
 __all__ = ["AVAILABLE", "decoder_for", "encode_record", "encode_records", "pure_python", "read_records"]
-
 
 
 def _load_speedups():
@@ -27,18 +27,14 @@ def _load_speedups():
         return None
     path = os.environ.get("KCONFORM_SPEEDUPS")
     if path:
-        import importlib.util
-
         spec = importlib.util.spec_from_file_location(f"{__package__}._speedups", path)
         if spec is None or spec.loader is None:
             raise ImportError(f"KCONFORM_SPEEDUPS={path} is not a loadable extension module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
-    try:
-        from . import _speedups
-
-        return _speedups
+    try:  # by full name: ``from . import`` would go through the package ``__init__``, which sits above us
+        return importlib.import_module(f"{__package__}._speedups")
     except ImportError:
         return None
 

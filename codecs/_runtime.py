@@ -1,16 +1,20 @@
 """What the generated message modules stand on: base classes, the schema records they carry, the
-entry points that turn their fast-path failures into precise errors, and small shared helpers."""
+entry points that turn their fast-path failures into precise errors, and small shared helpers.
+
+``Message`` is where the engines meet: it tries the native decoder, then the generated code, and asks
+the interpreter to explain a failure. The engines themselves know only ``_schema``, below this."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from struct import Struct, pack, unpack_from
 from struct import error as StructError
-from typing import Any, ClassVar
-from uuid import UUID
+from typing import ClassVar
 
 from ._exceptions import DecodeError, EncodeError, UnsupportedVersionError
+from ._interpreter import explain_decode_failure, explain_encode_failure
+from ._native import decoder_for as _native_decoder
 from ._primitives import read_uvarint, write_uvarint
+from ._schema import EMPTY_LIST, NEW_STRUCT, ZERO_UUID, FieldSchema, MessageSchema, StructBase
 
 __all__ = [
     "Message",
@@ -21,10 +25,6 @@ __all__ = [
     "EMPTY_LIST",
     "NEW_STRUCT",
 ]
-
-ZERO_UUID = UUID(int=0)
-EMPTY_LIST = "EMPTY_LIST"
-NEW_STRUCT = "NEW_STRUCT"
 
 I8 = Struct(">b")
 I16 = Struct(">h")
@@ -58,75 +58,6 @@ class non_default(Exception):  # noqa: N801 - raised by generated code with the 
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSchema:
-    """One field of a generated struct, as the message definition states it."""
-
-    attr: str
-    spec_name: str
-    type: str  # as in the definitions: "int32", "[]string", "[]TopicData", "records" ...
-    versions: tuple[int, int]
-    nullable_versions: tuple[int, int] = (1, 0)
-    tag: int | None = None
-    tagged_versions: tuple[int, int] = (1, 0)
-    flexible_versions: tuple[int, int] | None = None
-    struct: Any = None
-    default: Any = None
-    ignorable: bool = False
-    map_key: bool = False
-    entity_type: str | None = None
-
-    @property
-    def is_array(self) -> bool:
-        return self.type.startswith("[]")
-
-    @property
-    def element_type(self) -> str:
-        return self.type[2:] if self.is_array else self.type
-
-    def present(self, version: int) -> bool:
-        return self.versions[0] <= version <= self.versions[1]
-
-    def tagged(self, version: int) -> bool:
-        return self.tagged_versions[0] <= version <= self.tagged_versions[1]
-
-    def nullable(self, version: int) -> bool:
-        return self.nullable_versions[0] <= version <= self.nullable_versions[1]
-
-    def default_value(self) -> Any:
-        if self.default == EMPTY_LIST:
-            return []
-        if self.default == NEW_STRUCT:
-            return self.struct()
-        return self.default
-
-
-@dataclass(frozen=True, slots=True)
-class MessageSchema:
-    name: str
-    type: str
-    api_key: int | None
-    valid_versions: tuple[int, int]
-    flexible_versions: tuple[int, int]
-    listeners: tuple[str, ...]
-    latest_version_unstable: bool
-    deprecated_versions: tuple[int, int]
-
-    @property
-    def versions(self) -> range:
-        return range(self.valid_versions[0], self.valid_versions[1] + 1)
-
-    def flexible(self, version: int) -> bool:
-        return self.flexible_versions[0] <= version <= self.flexible_versions[1]
-
-
-class StructBase:
-    """Base of every generated struct; ``_fields_`` lists its schema."""
-
-    __slots__ = ()
-    _fields_: ClassVar[tuple[FieldSchema, ...]] = ()
-
-
 class Message(StructBase):
     """Base of every generated message class: ``encode(version)`` and ``decode(data, version)``."""
 
@@ -157,8 +88,6 @@ class Message(StructBase):
             encoder(out, self)
         except Exception as exc:
             del out[start:]
-            from ._interpreter import explain_encode_failure
-
             raise explain_encode_failure(self, version, exc) from None
 
     @classmethod
@@ -198,22 +127,12 @@ class Message(StructBase):
         try:
             message, end = decoder(buf, pos)
         except Exception as exc:
-            from ._interpreter import explain_decode_failure
-
             raise explain_decode_failure(cls, buf, pos, version, exc) from None
         return message, end, buf
 
     @classmethod
     def schema(cls) -> MessageSchema:
         return cls._message_
-
-
-def _native_decoder(cls, version: int):
-    from ._native import decoder_for  # late: _native imports this module
-
-    global _native_decoder
-    _native_decoder = decoder_for
-    return decoder_for(cls, version)
 
 
 def _range_text(versions: tuple[int, int]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from ._runtime import ZERO_UUID
+from ._schema import ZERO_UUID
 
 __all__ = [
     "AlterConfigOpType",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import messages
 from ._exceptions import UnsupportedVersionError
+from .messages import message_class
 from .messages._registry import APIS
 
 __all__ = ["ApiSchema", "api_schema", "api_schemas", "API_VERSIONS_KEY", "CONTROLLED_SHUTDOWN_KEY"]
@@ -45,11 +45,11 @@ class ApiSchema:
 
     @property
     def request(self) -> type:
-        return messages.message_class(self.request_name)
+        return message_class(self.request_name)
 
     @property
     def response(self) -> type:
-        return messages.message_class(self.response_name)
+        return message_class(self.response_name)
 
     def supports(self, version: int) -> bool:
         return self.valid_versions[0] <= version <= self.valid_versions[1]

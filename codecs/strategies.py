@@ -11,8 +11,8 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 
-from . import messages as _messages
-from ._runtime import FieldSchema
+from ._schema import FieldSchema
+from .messages import message_class
 from .messages._index import MODULE_OF
 
 __all__ = [
@@ -45,7 +45,7 @@ def all_message_versions() -> list[tuple[type, int]]:
     and KRaft metadata records included."""
     from . import coordinator_records, metadata_records
 
-    classes = [_messages.message_class(name) for name in sorted(MODULE_OF)]
+    classes = [message_class(name) for name in sorted(MODULE_OF)]
     for package in (coordinator_records, metadata_records):
         classes += [getattr(package, name) for name in sorted(package.MODULE_OF)]
     return [(cls, version) for cls in classes for version in cls._message_.versions]
@@ -136,7 +136,7 @@ def _struct(cls: type, version: int, flexible: bool, max_list: int) -> st.Search
 def message(cls: type | str, version: int, *, max_list: int = 3) -> st.SearchStrategy:
     """Instances of ``cls`` (a class or its spec name) valid at ``version``."""
     if isinstance(cls, str):
-        cls = _messages.message_class(cls)
+        cls = message_class(cls)
     schema = cls._message_
     if version not in schema.versions:
         raise ValueError(f"{schema.name} has no version {version}")

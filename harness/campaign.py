@@ -226,7 +226,7 @@ def run_end_to_end(
 
 
 def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) -> PartOutcome:
-    from .diff.campaign import run_campaign
+    from .diff.cases import run_campaign
     from .targets.base import TargetError
     from .targets.registry import make_target
 
@@ -258,7 +258,7 @@ def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) ->
 
 
 def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> PartOutcome:
-    from .chaos.campaign import run_chaos
+    from .chaos.scenario_set import run_chaos
     from .chaos.scenarios import load_catalogue
 
     catalogue = load_catalogue()

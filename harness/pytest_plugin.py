@@ -77,7 +77,7 @@ def kconform_traces(request: pytest.FixtureRequest):
     if directory is None:
         yield None
         return
-    from kconform.harness.traces import TraceWriter
+    from kconform.traces import TraceWriter
 
     worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
     writer = TraceWriter(directory, f"pytest-{worker}-{uuid.uuid4().hex[:8]}")

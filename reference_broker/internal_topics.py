@@ -3,8 +3,9 @@ first use (as Kafka creates them when a coordinator is first looked up), compact
 batches by the coordinator that owns them and read back in full when the broker starts.
 
 A coordinator state record is a key and a value (None is a tombstone: the key's state is gone). The
-layouts of keys and values belong to the coordinators (``groups.records``, ``transactions.records``);
-this module only moves bytes in and out of the partition logs."""
+layouts of keys and values belong to the coordinators (``groups.classic_log_records``,
+``groups.kip848_log_records``, ``transactions.log_records``); this module only moves bytes in and out
+of the partition logs."""
 
 from __future__ import annotations
 

@@ -4,21 +4,69 @@ the high watermark or last stable offset, offsets by timestamp, and waiting for 
 The on-disk log is ``storage.PartitionLog``; batch validation is ``validation``; the producer
 sequence rules are ``storage`` producer state. This class ties them together and owns the leader's
 view of the high watermark. On a single node the in-sync replica set is the leader alone, so the high
-watermark follows the log end offset; replication moves it by the followers' fetch offsets."""
+watermark follows the log end offset; replication moves it by the followers' fetch offsets.
+
+A partition reaches its node only through ``PartitionHost``: the clock, the purgatory and its own
+leader state."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from kconform.codecs.errors import Errors
 
-__all__ = ["Partition", "PartitionError", "AppendResult", "FetchRead", "LogSlice"]
+from .clock import Clock
+from .purgatory import Purgatory
+from .topics import PartitionState, TopicState
+
+if TYPE_CHECKING:
+    from .storage import FileRegion, PartitionLog
+    from .validation import FramedRecords, LogValidationConfig
+
+__all__ = [
+    "Partition",
+    "PartitionError",
+    "PartitionHost",
+    "AppendResult",
+    "FetchRead",
+    "LogSlice",
+    "TopicLookup",
+]
+
+
+class TopicLookup(Protocol):
+    def get(self, name: str) -> TopicState | None:
+        """The topic named ``name``, if the node knows it."""
+
+
+class PartitionHost(Protocol):
+    """All a partition needs from the node that holds it (``BrokerNode`` is one), and all it may reach.
+
+    ``clock``: the wall-clock time validation and transaction markers are stamped with, and the clock
+    replication waits time out by. ``purgatory``: where requests waiting on this partition's high
+    watermark are parked (``wait_until``) and woken after every append (``notify``). ``topics``: where
+    the partition finds its own leader state (leader epoch, replicas, in-sync replicas), looked up on
+    each use so that it is always the node's current one. Configuration is not reached through the
+    host: the topic's settings are given to ``Partition`` and ``configure``."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def purgatory(self) -> Purgatory: ...
+
+    @property
+    def topics(self) -> TopicLookup: ...
 
 
 class PartitionError(Exception):
     """A per-partition failure with Kafka's error code."""
 
-    def __init__(self, code: int, message: str | None = None, record_errors=()) -> None:
+    def __init__(
+        self, code: int, message: str | None = None, record_errors: Iterable[tuple[int, str]] = ()
+    ) -> None:
         super().__init__(message or str(code))
         self.code = code
         self.message = message
@@ -38,7 +86,7 @@ class LogSlice:
 
     __slots__ = ("region",)
 
-    def __init__(self, region) -> None:
+    def __init__(self, region: FileRegion) -> None:
         self.region = region
 
     def __len__(self) -> int:
@@ -59,7 +107,7 @@ class FetchRead:
     read_uncommitted read (Kafka leaves the response's list null then)."""
 
 
-def validation_config(settings: dict[str, str]):
+def validation_config(settings: Mapping[str, str]) -> LogValidationConfig:
     """The topic settings log validation reads, from the topic's effective config strings."""
     from .validation import LogValidationConfig
 
@@ -82,8 +130,10 @@ def validation_config(settings: dict[str, str]):
 
 
 class Partition:
-    def __init__(self, broker, topic_name: str, index: int, log, settings: dict[str, str]) -> None:
-        self.broker = broker
+    def __init__(
+        self, host: PartitionHost, topic_name: str, index: int, log: PartitionLog, settings: Mapping[str, str]
+    ) -> None:
+        self._host = host
         self.topic_name = topic_name
         self.index = index
         self.log = log
@@ -97,7 +147,7 @@ class Partition:
             self.log.assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
         self._advance_high_watermark()
 
-    def configure(self, settings: dict[str, str]) -> None:
+    def configure(self, settings: Mapping[str, str]) -> None:
         self.settings = dict(settings)
         self.validation = validation_config(settings)
         self.min_insync_replicas = int(settings.get("min.insync.replicas", "1"))
@@ -105,8 +155,11 @@ class Partition:
     # ---- leader state ------------------------------------------------------------------------
 
     @property
-    def state(self):
-        return self.broker.topics.get(self.topic_name).partitions[self.index]
+    def state(self) -> PartitionState:
+        topic = self._host.topics.get(self.topic_name)
+        if topic is None:  # deleted while a request still held the partition
+            raise LookupError(f"topic {self.topic_name} is no longer on this node")
+        return topic.partitions[self.index]
 
     @property
     def leader_epoch(self) -> int:
@@ -142,7 +195,7 @@ class Partition:
         # read_committed fetches also see the last stable offset move when a marker lands.
         if len(self.state.isr) == 1:
             self.log.update_high_watermark(self.log.log_end_offset)
-        self.broker.purgatory.notify(self.watch_key)
+        self._host.purgatory.notify(self.watch_key)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         if current_leader_epoch < 0:
@@ -155,8 +208,15 @@ class Partition:
     # ---- produce ------------------------------------------------------------------------------
 
     def append_records(
-        self, records, *, produce_version: int, required_acks: int, transactional_id
+        self,
+        records: FramedRecords | bytes | None,
+        *,
+        produce_version: int,
+        required_acks: int,
+        transactional_id: str | None,
     ) -> AppendResult:
+        """Validate and append one partition's produced records (framed once by the handler, or bytes);
+        the validated batch's header goes to the log with it, so the log does not parse it again."""
         from .storage import AppendOrigin, InvalidAppend, ProducerStateError
         from .validation import RecordsRejected, validate_produce_records
 
@@ -171,7 +231,7 @@ class Partition:
                 records,
                 produce_version=produce_version,
                 config=self.validation,
-                now_ms=self.broker.clock.now_ms(),
+                now_ms=self._host.clock.now_ms(),
                 first_offset=self.log.log_end_offset,
                 partition_leader_epoch=self.leader_epoch,
                 topic_partition=f"{self.topic_name}-{self.index}",
@@ -186,6 +246,7 @@ class Partition:
                 leader_epoch=self.leader_epoch,
                 assign_offsets=False,
                 origin=AppendOrigin.CLIENT,
+                headers=[batch.header for batch in validated.batches],
             )
         except ProducerStateError as exc:
             raise PartitionError(exc.error_code, str(exc)) from None
@@ -231,7 +292,7 @@ class Partition:
             producer_epoch=producer_epoch,
             commit=commit,
             coordinator_epoch=coordinator_epoch,
-            timestamp=self.broker.clock.now_ms(),
+            timestamp=self._host.clock.now_ms(),
         )
         try:
             info = self.log.append(
@@ -248,8 +309,9 @@ class Partition:
         return info.first_offset
 
     async def wait_for_high_watermark(self, required_end: int, timeout_s: float) -> bool:
-        return await self.broker.purgatory.wait_until(
-            [self.watch_key], lambda: self.high_watermark >= required_end, timeout_s, clock=self.broker.clock
+        host = self._host
+        return await host.purgatory.wait_until(
+            [self.watch_key], lambda: self.high_watermark >= required_end, timeout_s, clock=host.clock
         )
 
     # ---- fetch ---------------------------------------------------------------------------------
@@ -292,7 +354,7 @@ class Partition:
 
     def offset_for_timestamp(
         self, timestamp: int, *, read_committed: bool, current_leader_epoch: int, from_consumer: bool = True
-    ):
+    ) -> tuple[int, int, int]:
         """(offset, timestamp, leader epoch) for ListOffsets v1+. A consumer (replica id -1) sees up
         to the LSO (read_committed) or the high watermark; any other replica id has no isolation
         level and sees up to the log end offset (``Partition.fetchOffsetForTimestamp``)."""

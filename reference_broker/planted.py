@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PLANTED_BUGS", "PlantedBug", "PlantedBugError", "active", "check_environment", "install"]
+__all__ = ["PLANTED_BUGS", "PlantedBug", "PlantedBugError", "check_environment", "install"]
 
 
 @dataclass(frozen=True)
@@ -298,18 +298,14 @@ def check_environment() -> frozenset[str]:
     return names
 
 
-_ACTIVE = _names() & PLANTED_BUGS.keys()
 _INSTALLED: set[str] = set()
-
-
-def active(name: str) -> bool:
-    return name in _ACTIVE
 
 
 def install() -> frozenset[str]:
     """Switch on the bugs ``KCONFORM_PLANTED_BUGS`` names, once per process (the broker calls this as it
-    starts); without any, nothing changes. Returns the bugs now on."""
-    for name in sorted(_ACTIVE - _INSTALLED):
+    starts, and the environment is read then); without any, nothing changes. Returns the bugs now on.
+    There is no switch to ask about later: a bug is its wrapper, and a function not wrapped is honest."""
+    for name in sorted((_names() & PLANTED_BUGS.keys()) - _INSTALLED):
         PLANTED_BUGS[name].install()
         _INSTALLED.add(name)
     return frozenset(_INSTALLED)

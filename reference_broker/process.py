@@ -77,8 +77,7 @@ def start_broker_process(
     args = [
         sys.executable,
         "-m",
-        "kconform.harness.cli",
-        "broker",
+        "kconform.reference_broker",
         "--data-dir",
         str(data_dir),
         "--listen",

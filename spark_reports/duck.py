@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kconform.harness.traces import SCHEMA
+from kconform.traces import SCHEMA
 
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kconform.harness.traces import SCHEMA
+from kconform.traces import SCHEMA
 
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
@@ -41,7 +41,7 @@ ERROR_OUTCOMES = ("error", "timeout", "closed")
 
 
 def spark_schema() -> StructType:
-    """The trace schema (``kconform.harness.traces.SCHEMA``) as Spark types."""
+    """The trace schema (``kconform.traces.SCHEMA``) as Spark types."""
     from pyspark.sql.types import StructField, StructType
 
     return StructType([StructField(f.name, _spark_type(f.type), f.nullable) for f in SCHEMA])

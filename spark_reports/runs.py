@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kconform.harness.traces import SCHEMA
+from kconform.traces import SCHEMA
 
 from .model import ChaosVerdict
 

@@ -4,7 +4,8 @@ Each run directory looks like one the harness writes: ``traces/part-NNNNNN.parqu
 and beside them what ``kconform diff`` leaves (``run.json``, ``summary.json``, ``cases/``) or what
 ``kconform chaos`` leaves (``chaos.json``). A diff run holds each exchange once per target, as the
 differential engine records it (same case, API, version, outcome and signature on every target); APIs
-and versions come from the codecs' registry, divergence signatures have the real form
+and versions come from the API catalogue the caller passes (the harness builds it from the codecs' registry:
+``kconform.harness.catalogue.api_catalogue()``), divergence signatures have the real form
 ``Api/vN/field.path/kind``, latencies are log-normal and slower under faults. A chaos run holds
 operation rows (api_version -1) on one target, and a fault row (api_key -1) at each fault's start.
 
@@ -23,8 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kconform.codecs import api_schemas
-from kconform.harness.traces import SCHEMA
+from kconform.traces import SCHEMA, ApiCatalogue
 
 __all__ = ["DEFAULT_ROW_GROUP_ROWS", "synthesise"]
 
@@ -90,15 +90,14 @@ class _Mix:
     median_us: np.ndarray
 
     @classmethod
-    def of(cls, mix: dict[str, tuple[int, int]]) -> _Mix:
-        schemas = {s.name: s for s in api_schemas()}
-        picked = [schemas[name] for name in mix]
+    def of(cls, mix: dict[str, tuple[int, int]], catalogue: ApiCatalogue) -> _Mix:
+        picked = [catalogue.named(name) for name in mix]
         shares = np.array([mix[s.name][0] for s in picked], dtype=float)
         return cls(
             keys=np.array([s.api_key for s in picked], dtype=np.int16),
             names=pa.array([s.name for s in picked]),
-            low=np.array([s.valid_versions[0] for s in picked], dtype=np.int16),
-            high=np.array([s.valid_versions[1] for s in picked], dtype=np.int16),
+            low=np.array([s.min_version for s in picked], dtype=np.int16),
+            high=np.array([s.max_version for s in picked], dtype=np.int16),
             shares=shares / shares.sum(),
             median_us=np.array([mix[s.name][1] for s in picked], dtype=float),
         )
@@ -108,6 +107,7 @@ def synthesise(
     out: Path,
     rows: int,
     *,
+    catalogue: ApiCatalogue,
     seed: int = 0,
     runs: int = 1,
     targets: Sequence[str] = ("reference", "rdkafka-mock"),
@@ -115,13 +115,19 @@ def synthesise(
     chaos_runs: int = 0,
 ) -> list[Path]:
     """Write ``runs`` diff runs and ``chaos_runs`` chaos runs under ``out`` (``diff-N/``, ``chaos-N/``)
-    with ``rows`` trace rows between them; return the run directories, diff runs first."""
+    with ``rows`` trace rows between them; return the run directories, diff runs first. ``catalogue``
+    gives the key and versions of every API the runs draw from (``DIFF_MIX``, ``CHAOS_MIX``)."""
     if rows < 0 or runs < 0 or chaos_runs < 0 or runs + chaos_runs == 0:
         raise ValueError("synthesise needs rows >= 0 and at least one run")
     if not targets:
         raise ValueError("synthesise needs at least one target")
+    known = {entry.name for entry in catalogue.entries}
+    missing = [name for name in {**DIFF_MIX, **CHAOS_MIX} if name not in known]
+    if missing:
+        raise ValueError(f"the API catalogue lacks {', '.join(missing)}, which synthetic runs exchange")
+    diff_mix, chaos_mix = _Mix.of(DIFF_MIX, catalogue), _Mix.of(CHAOS_MIX, catalogue)
     rng = np.random.default_rng(seed)
-    signatures = _signatures(rng, _Mix.of(DIFF_MIX))
+    signatures = _signatures(rng, diff_mix)
     total = runs + chaos_runs
     shares = [rows // total + (1 if i < rows % total else 0) for i in range(total)]
     directories = []
@@ -129,12 +135,12 @@ def synthesise(
         run_id = rng.bytes(6).hex()
         if number < runs:
             directory = Path(out) / f"diff-{number}"
-            table = _diff_table(rng, run_id, shares[number], tuple(targets), signatures, number)
+            table = _diff_table(rng, run_id, shares[number], tuple(targets), diff_mix, signatures, number)
             _write_diff_extras(directory, run_id, tuple(targets), table)
         else:
             directory = Path(out) / f"chaos-{number - runs}"
             target = targets[(number - runs) % len(targets)]
-            table = _chaos_table(rng, f"chaos-synth-{run_id}", shares[number], target, number)
+            table = _chaos_table(rng, f"chaos-synth-{run_id}", shares[number], target, chaos_mix, number)
             _write_chaos_extras(directory, f"chaos-synth-{run_id}", target, table, rng)
         _write_parts(directory, table, row_group_rows)
         directories.append(directory)
@@ -166,9 +172,14 @@ def _signatures(rng: np.random.Generator, mix: _Mix) -> _Signatures:
 
 
 def _diff_table(
-    rng: np.random.Generator, run_id: str, rows: int, targets: tuple[str, ...], sigs: _Signatures, number: int
+    rng: np.random.Generator,
+    run_id: str,
+    rows: int,
+    targets: tuple[str, ...],
+    mix: _Mix,
+    sigs: _Signatures,
+    number: int,
 ) -> pa.Table:
-    mix = _Mix.of(DIFF_MIX)
     width = len(targets)
     exchanges = -(-rows // width)  # each exchange is one row per target
     api = rng.choice(len(mix.keys), size=exchanges, p=mix.shares)
@@ -219,8 +230,9 @@ def _diff_table(
     return pa.Table.from_pydict(columns, schema=SCHEMA)
 
 
-def _chaos_table(rng: np.random.Generator, run_id: str, rows: int, target: str, number: int) -> pa.Table:
-    mix = _Mix.of(CHAOS_MIX)
+def _chaos_table(
+    rng: np.random.Generator, run_id: str, rows: int, target: str, mix: _Mix, number: int
+) -> pa.Table:
     api = rng.choice(len(mix.keys), size=rows, p=mix.shares)
     marker = rng.random(rows) < 0.002  # a fault starting
     faults = _faults(rng, rows, share=0.3)

@@ -84,7 +84,7 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         INSTALL_TOOLS,
     ),
     (
-        "spark_reports/test_rollup_agreement.py",
+        "spark_reports/conftest.py",
         "skip",
         "Spark cannot start here: {exc}",
         "SparkUnavailable says which: pyspark absent ([spark] extra) or no Java 17+ on the machine",
@@ -152,7 +152,12 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         "a user's broker may be older; the reference target fails instead",
     ),
     # --- optional peers ([peers] extra) ---------------------------------------------------------------
-    ("reference_broker/live/test_transactions_live.py", "importorskip", "could not import 'confluent_kafka'", PEER),
+    (
+        "reference_broker/live/test_transactions_live.py",
+        "importorskip",
+        "could not import 'confluent_kafka'",
+        PEER,
+    ),
     ("client/test_partitioner.py", "importorskip", "could not import 'confluent_kafka'", PEER),
     ("client/test_producer_live.py", "importorskip", "could not import 'confluent_kafka'", PEER),
     ("codecs/test_kio_crosscheck.py", "importorskip", "could not import 'kio'", PEER),
@@ -363,6 +368,9 @@ def test_a_skip_that_hides_a_regression_fails_the_census(tmp_path):
     )
     new, stale = unexplained(census(tmp_path), ALLOWED)
     assert [(s.path, s.reason) for s in new] == [
-        ("reference_broker/test_durability.py", "the broker does not implement DeleteRecords (API key 21) yet")
+        (
+            "reference_broker/test_durability.py",
+            "the broker does not implement DeleteRecords (API key 21) yet",
+        )
     ]
     assert stale == []

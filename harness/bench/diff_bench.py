@@ -15,7 +15,7 @@ GOAL_OVERHEAD = 0.20  # the harness adds under 20% on top of the brokers' own ti
 
 
 def run(*, examples: int, as_json: bool) -> list[Comparison]:
-    from ..diff.campaign import run_campaign
+    from ..diff.cases import run_campaign
     from ..diff.engine import DiffEngine
     from ..targets.registry import make_target
 

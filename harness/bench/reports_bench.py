@@ -20,6 +20,7 @@ from kconform.spark_reports.runs import find_runs
 from kconform.spark_reports.session import spark_session
 from kconform.spark_reports.synth import synthesise
 
+from ..catalogue import api_catalogue
 from .report import Comparison, print_comparisons
 
 __all__ = ["run"]
@@ -30,7 +31,7 @@ def run(rows: int, master: str | None, as_json: bool) -> None:
     console = Console(stderr=True)
     with tempfile.TemporaryDirectory(prefix="kconform-bench-reports-") as scratch:
         started = time.perf_counter()
-        synthesise(Path(scratch), rows, runs=2, chaos_runs=1)
+        synthesise(Path(scratch), rows, catalogue=api_catalogue(), runs=2, chaos_runs=1)
         console.print(f"synthesised {rows:,} trace rows in {time.perf_counter() - started:.1f} s")
         runs = find_runs([scratch])
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from kconform.faults.nemesis import FaultEvent, Nemesis
 from kconform.faults.schedule import Schedule, Step
+from kconform.traces import TraceRow, TraceWriter
 
 from ..checkers import History, check_history
 from ..checkers.history import Op, Poll, Send
 from ..checkers.report import Verdict
-from ..traces import TraceRow, TraceWriter
 from ..workloads import final_read, group_consume, produce, transactions
 from .scenarios import Scenario
 from .topology import ProxiedCluster

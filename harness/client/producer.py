@@ -25,7 +25,7 @@ from .errors import BrokerError, ClientError
 from .network import NetworkClient
 from .partitioner import BuiltInPartitioner, Partitioner, RoundRobinPartitioner
 from .sender import Sender
-from .transaction_manager import TransactionManager, TxnState
+from .transaction_manager import ProducerTxnState, TransactionManager
 from .transactions import add_offsets, end_txn, init_producer_id, txn_offset_commit
 
 __all__ = ["Producer", "ProducerInterceptor", "ProducerRecord", "RecordMetadata", "RecordTooLarge"]
@@ -277,10 +277,10 @@ class Producer:
         return RecordFuture(batch, relative, timestamp, ksize, vsize)
 
     def _check_may_send(self, txn: TransactionManager) -> None:
-        if txn.state is TxnState.FATAL_ERROR or self.sender.fatal:
+        if txn.state is ProducerTxnState.FATAL_ERROR or self.sender.fatal:
             raise ClientError(f"the producer failed and cannot send: {txn.last_error or self.sender.fatal}")
         if self._transactional_id is not None:
-            txn.require(TxnState.IN_TRANSACTION, action="send outside a transaction")
+            txn.require(ProducerTxnState.IN_TRANSACTION, action="send outside a transaction")
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, **kw) -> RecordMetadata:
         return await (await self.send(topic, value, key, **kw))
@@ -345,14 +345,14 @@ class Producer:
 
     async def init_transactions(self) -> None:
         txn = self._transactional()
-        txn.transition(TxnState.INITIALIZING)
+        txn.transition(ProducerTxnState.INITIALIZING)
         try:
             producer_id, epoch = await init_producer_id(self.client, txn, bump=False)
         except ClientError as exc:
             txn.fail(exc, fatal=True)
             raise
         txn.set_producer(producer_id, epoch)
-        txn.transition(TxnState.READY)
+        txn.transition(ProducerTxnState.READY)
 
     def begin_transaction(self) -> None:
         self._transactional().begin()
@@ -367,7 +367,7 @@ class Producer:
         group_instance_id: str | None = None,
     ) -> None:
         txn = self._transactional()
-        txn.require(TxnState.IN_TRANSACTION, action="send offsets outside a transaction")
+        txn.require(ProducerTxnState.IN_TRANSACTION, action="send offsets outside a transaction")
         normalised = {tp: v if isinstance(v, tuple) else (v, None) for tp, v in offsets.items()}
         try:
             await add_offsets(self.client, txn, group_id)
@@ -387,11 +387,11 @@ class Producer:
 
     async def commit_transaction(self) -> None:
         txn = self._transactional()
-        txn.require(TxnState.IN_TRANSACTION, action="commit")
+        txn.require(ProducerTxnState.IN_TRANSACTION, action="commit")
         await self.flush()
-        if txn.state is TxnState.ABORTABLE_ERROR:
+        if txn.state is ProducerTxnState.ABORTABLE_ERROR:
             raise ClientError(f"the transaction cannot commit, abort it: {txn.last_error}")
-        txn.transition(TxnState.COMMITTING)
+        txn.transition(ProducerTxnState.COMMITTING)
         try:
             if txn.started:  # nothing was added: the coordinator has no transaction to end
                 await end_txn(self.client, txn, commit=True)
@@ -402,8 +402,8 @@ class Producer:
 
     async def abort_transaction(self) -> None:
         txn = self._transactional()
-        txn.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, action="abort")
-        txn.transition(TxnState.ABORTING)
+        txn.require(ProducerTxnState.IN_TRANSACTION, ProducerTxnState.ABORTABLE_ERROR, action="abort")
+        txn.transition(ProducerTxnState.ABORTING)
         # Records not yet sent are dropped (Java's TransactionAbortedException); those on the wire finish.
         self.sender.abort_undrained(ClientError("the transaction was aborted before these records were sent"))
         await self.flush()

@@ -17,10 +17,13 @@ from enum import Enum
 from .accumulator import ProducerBatch
 from .errors import ClientError
 
-__all__ = ["IllegalTransactionState", "TransactionManager", "TxnState"]
+__all__ = ["IllegalTransactionState", "ProducerTxnState", "TransactionManager"]
 
 
-class TxnState(Enum):
+class ProducerTxnState(Enum):
+    """The producer-side transaction manager's state (Kafka's ``TransactionManager.State``), not the
+    transaction coordinator's ``TxnState`` of ``reference_broker.transactions``."""
+
     UNINITIALIZED = "uninitialized"
     INITIALIZING = "initializing"
     READY = "ready"
@@ -31,9 +34,9 @@ class TxnState(Enum):
     FATAL_ERROR = "fatal_error"
 
 
-S = TxnState
+S = ProducerTxnState
 # Kafka's TransactionManager.State.isTransitionValid, as a table: state -> states it may come from.
-_ALLOWED_FROM: dict[TxnState, frozenset[TxnState]] = {
+_ALLOWED_FROM: dict[ProducerTxnState, frozenset[ProducerTxnState]] = {
     S.UNINITIALIZED: frozenset(S),
     S.INITIALIZING: frozenset({S.UNINITIALIZED, S.ABORTING}),
     S.READY: frozenset({S.INITIALIZING, S.COMMITTING, S.ABORTING}),
@@ -56,7 +59,7 @@ class TransactionManager:
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = -1
         self.producer_epoch = -1
-        self.state = TxnState.UNINITIALIZED
+        self.state = ProducerTxnState.UNINITIALIZED
         self.last_error: BaseException | None = None
         self.epoch_bump_required = False
         self._next_sequence: dict[tuple[str, int], int] = {}
@@ -80,7 +83,7 @@ class TransactionManager:
 
     # ---- transaction states ---------------------------------------------------------------------
 
-    def transition(self, target: TxnState, error: BaseException | None = None) -> None:
+    def transition(self, target: ProducerTxnState, error: BaseException | None = None) -> None:
         if self.state not in _ALLOWED_FROM[target]:
             raise IllegalTransactionState(
                 f"transactional id {self.transactional_id!r}: cannot move from {self.state.value} "
@@ -101,7 +104,7 @@ class TransactionManager:
         else:
             self.transition(S.ABORTABLE_ERROR, error)
 
-    def require(self, *states: TxnState, action: str) -> None:
+    def require(self, *states: ProducerTxnState, action: str) -> None:
         if self.state is S.FATAL_ERROR:
             raise IllegalTransactionState(f"cannot {action}: the producer failed: {self.last_error}")
         if self.state not in states:

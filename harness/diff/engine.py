@@ -15,11 +15,11 @@ from typing import Any
 from kconform.codecs import DecodeError, EncodeError, api_schema, encode_request
 from kconform.codecs.framing import decode_response_lenient
 from kconform.codecs.messages import MetadataRequest
+from kconform.traces import TraceRow, TraceWriter
 
 from ..client.network import parse_bootstrap
 from ..client.raw import Fate, RawClient, UnexpectedReply
 from ..targets.base import Target, common_versions
-from ..traces import TraceRow, TraceWriter
 from .compare import Difference, diff_trees, signature
 from .normalise import normalise
 from .operations import Context, CreateTopic, Operation

@@ -10,7 +10,7 @@ frames, and a dissector that pairs requests with responses by correlation id and
     for exchange in capture.exchanges:
         print(exchange.api_name, exchange.api_version, exchange.outcome, exchange.latency_us)
 
-``trace_rows`` turns exchanges into trace rows (``kconform.harness.traces``)."""
+``trace_rows`` turns exchanges into trace rows (``kconform.traces``)."""
 
 from ._dissector import CaptureNote, DissectedCapture, KafkaStreamDissector, dissect_packets, dissect_pcap
 from ._exchange import Exchange

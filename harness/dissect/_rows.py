@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kconform.harness.traces import TraceRow
+from kconform.traces import TraceRow
 
 from ._exchange import Exchange
 

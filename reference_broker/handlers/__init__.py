@@ -36,9 +36,9 @@ _MODULES = (
     "configs",
     "cluster",
     "records_admin",
-    "groups",
+    "classic_groups",
     "offsets",
-    "consumer_groups",
+    "kip848_groups",
     "transactions",
     "txn_markers",
 )

@@ -11,7 +11,11 @@ verified before v12, added to the transaction from v12), and only the partitions
 check, where anything but -1, 0 or 1 is INVALID_REQUIRED_ACKS for each. Each partition's records
 are then validated and appended on their own, so one bad partition does not fail the others; acks=-1
 waits until the high watermark passes the append (or the request times out with REQUEST_TIMED_OUT);
-acks=0 sends no response, and closes the connection when any partition failed, so the client notices."""
+acks=0 sends no response, and closes the connection when any partition failed, so the client notices.
+
+Each partition's records are framed once, as the request comes in (``frame_records``: every batch's
+header read, its CRC checked); the checks, the transaction check, validation and the log append all
+read that framing instead of parsing the batches again."""
 
 from __future__ import annotations
 
@@ -24,7 +28,14 @@ from kconform.codecs.messages import ProduceResponse
 from ..dispatch import CloseConnection
 from ..partition import PartitionError
 from ..transactions.coordinator import TxnError
-from ..validation import RecordsRejected, RejectionScope, check_partition_records, check_request_records
+from ..validation import (
+    FramedRecords,
+    RecordsRejected,
+    RejectionScope,
+    check_partition_records,
+    check_request_records,
+    frame_records,
+)
 from . import handles
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -95,17 +106,19 @@ def _topic_response(topic_data, version: int, parts: list) -> ProduceResponse.To
 async def produce(broker, ctx, request) -> ProduceResponse | None:
     version = ctx.api_version
     acks = request.acks
+    # one framing per partition entry, in request order (an entry may repeat a partition)
+    framings = [[frame_records(data.records) for data in t.partition_data] for t in request.topic_data]
     try:
-        for topic_data in request.topic_data:
-            for data in topic_data.partition_data:
-                check_request_records(data.records)
+        for topic_framings in framings:
+            for records in topic_framings:
+                check_request_records(records)
     except RecordsRejected as exc:
         return _fail_request(request, exc, version)
     names = [_topic_name(broker, topic_data, version) for topic_data in request.topic_data]
     checked: dict[tuple[str | uuid.UUID, int], PartitionResponse | None] = {}
-    for topic_data, name in zip(request.topic_data, names, strict=True):
+    for topic_data, name, topic_framings in zip(request.topic_data, names, framings, strict=True):
         topic_key = _topic_key(topic_data, version)
-        for data in topic_data.partition_data:
+        for data, records in zip(topic_data.partition_data, topic_framings, strict=True):
             key = (topic_key, data.index)
             if name is None:
                 checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_ID)
@@ -114,7 +127,7 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
                 checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
-                check_partition_records(data.records, produce_version=version)
+                check_partition_records(records, produce_version=version)
             except RecordsRejected as exc:
                 if exc.scope is not RejectionScope.PARTITION:
                     return _fail_request(request, exc, version)
@@ -123,10 +136,10 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             checked[key] = None
     responses: list[ProduceResponse.TopicProduceResponse] = []
     waits = []
-    for topic_data, name in zip(request.topic_data, names, strict=True):
+    for topic_data, name, topic_framings in zip(request.topic_data, names, framings, strict=True):
         topic_key = _topic_key(topic_data, version)
         partitions = []
-        for data in topic_data.partition_data:
+        for data, records in zip(topic_data.partition_data, topic_framings, strict=True):
             early = checked[(topic_key, data.index)]
             if early is not None:
                 partitions.append(early)
@@ -134,7 +147,7 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             partition = broker.partition(name, data.index)
             # handleProduceAppend checks the transaction before appendRecords checks acks: a
             # partition the coordinator refused keeps that error whatever the acks.
-            refused, message = _transaction_check(broker, partition, data.records, request, version)
+            refused, message = _transaction_check(broker, partition, records, request, version)
             if refused:
                 partitions.append(_error(data.index, refused, message))
                 continue
@@ -143,7 +156,7 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
                 continue
             try:
                 appended = partition.append_records(
-                    data.records,
+                    records,
                     produce_version=version,
                     required_acks=acks,
                     transactional_id=request.transactional_id if version >= 3 else None,
@@ -171,7 +184,9 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
     return ProduceResponse(responses=responses)
 
 
-def _transaction_check(broker, partition, records, request, version: int) -> tuple[int, str | None]:
+def _transaction_check(
+    broker, partition, records: FramedRecords | None, request, version: int
+) -> tuple[int, str | None]:
     """KIP-890 for the first transactional batch of a producer in a partition (ReplicaManager
     ``maybeSendPartitionsToTransactionCoordinator``), as (error code, message); NONE lets it through.
 
@@ -191,12 +206,8 @@ def _transaction_check(broker, partition, records, request, version: int) -> tup
         return Errors.NONE, None
     if not adds and not broker.config["transaction.partition.verification.enable"]:
         return Errors.NONE, None
-    from kconform.codecs import DecodeError
-    from kconform.codecs.records import decode_batch_header
-
-    try:
-        header = decode_batch_header(bytes(records))
-    except (DecodeError, TypeError):
+    header = None if records is None else records.first_header
+    if header is None:
         return Errors.NONE, None  # validation answers malformed input
     if not header.is_transactional or header.producer_id < 0:
         return Errors.NONE, None

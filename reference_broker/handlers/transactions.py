@@ -31,8 +31,8 @@ from kconform.codecs.messages import (
 )
 
 from ..groups.re2 import Re2SyntaxError, compile_re2
-from ..transactions.coordinator import ProducerIdAndEpoch, TxnError
-from ..transactions.metadata import TxnState
+from ..transactions.decisions import ProducerIdAndEpoch, TxnError
+from ..transactions.states import TxnState
 from . import handles
 
 R = AddPartitionsToTxnResponse
@@ -143,9 +143,13 @@ async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnRespo
 
 @handles(25)
 async def add_offsets_to_txn(broker, ctx, request) -> AddOffsetsToTxnResponse:
+    # KafkaApis.handleAddOffsetsToTxnRequest names the group's offsets partition for the coordinator.
+    offsets = broker.consumer_offsets
+    offsets.ensure()
+    offsets_partition = (offsets.name, offsets.partition_for(request.group_id))
     try:
         broker.transaction_coordinator.add_offsets(
-            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+            request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition
         )
         code = Errors.NONE
     except TxnError as exc:

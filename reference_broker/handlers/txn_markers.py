@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kconform.codecs.messages import WriteTxnMarkersResponse
 
-from ..txn_markers import write_txn_markers
+from ..transactions.marker_writer import write_txn_markers
 from . import handles
 
 R = WriteTxnMarkersResponse

@@ -47,8 +47,7 @@ from ._producer_state import (
     increment_sequence,
     merge_entries,
 )
-from ._results import AppendInfo, FileRegion, ReadResult, SegmentInfo
-from ._segment import TimestampAndOffset
+from ._results import AppendInfo, FileRegion, ReadResult, SegmentInfo, TimestampAndOffset
 from ._txn_index import ENTRY_SIZE as TXN_INDEX_ENTRY_SIZE
 from ._txn_index import AbortedTxn, CompletedTxn, TransactionIndex
 

@@ -43,7 +43,8 @@ from ._files import (
     offset_from_file_name,
 )
 from ._leader_epoch import LeaderEpochCache
-from ._producer_state_manager import ProducerStateManager, rebuild_producer_state
+from ._producer_replay import rebuild_producer_state, replay_recovered_batch
+from ._producer_state_manager import ProducerStateManager
 from ._segment import LogSegment
 
 __all__ = ["LoadedLog", "load_log", "parse_partition_dir_name"]
@@ -117,7 +118,12 @@ def load_log(
             now_ms=now_ms,
             reload_from_clean_shutdown=False,
         )
-        cut = segment.recover(assign_epoch, producers)
+
+        def on_batch(position: int, header: BatchHeader) -> None:
+            assign_epoch(header)
+            replay_recovered_batch(producers, segment, position, header)
+
+        cut = segment.recover(on_batch)
         producers.take_snapshot()  # the next segment's recovery starts from here
         return cut
 

@@ -1,13 +1,17 @@
 """Read-side lookups over a partition's segment list, sans state: where an offset sits, reading a
 byte range from an offset (Kafka's ``LocalLog.read``) and ListOffsets by timestamp
-(``UnifiedLog.fetchOffsetByTimestamp``). ``segments`` is ordered by base offset and never empty."""
+(``UnifiedLog.fetchOffsetByTimestamp``, down to the records of one segment). ``segments`` is ordered
+by base offset and never empty."""
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from ._segment import LogSegment, SegmentSlice, TimestampAndOffset
+from kconform.codecs.records import BatchHeader, decode_batch
+
+from ._results import TimestampAndOffset
+from ._segment import LogSegment, SegmentSlice
 
 __all__ = [
     "floor_index",
@@ -84,7 +88,7 @@ def search_offset_by_timestamp(
     searched in the first segment whose largest timestamp reaches it (and only there, as in Kafka)."""
     for segment in segments:
         if segment.largest_timestamp() >= timestamp:
-            return segment.find_offset_by_timestamp(timestamp, log_start_offset)
+            return _find_offset_by_timestamp(segment, timestamp, log_start_offset)
     return None
 
 
@@ -92,4 +96,44 @@ def max_timestamp_offset(segments: Sequence[LogSegment]) -> TimestampAndOffset |
     """The record with the largest timestamp (ListOffsets MAX_TIMESTAMP); the earliest segment wins
     a tie."""
     best = max(segments, key=lambda segment: segment.max_timestamp_so_far)
-    return best.offset_of_max_timestamp()
+    return _offset_of_max_timestamp(best)
+
+
+def _find_offset_by_timestamp(
+    segment: LogSegment, timestamp: int, starting_offset: int
+) -> TimestampAndOffset | None:
+    """The first record of ``segment`` at or after ``starting_offset`` with a timestamp at or above
+    ``timestamp`` (Kafka's ``LogSegment.findOffsetByTimestamp``, then
+    ``FileRecords.searchForTimestamp``)."""
+    _, indexed_offset = segment.time_index.lookup(timestamp)
+    _, position = segment.offset_index.lookup(max(indexed_offset, starting_offset))
+    for batch_position, header in segment.batches_from(position):
+        if header.max_timestamp < timestamp:
+            continue
+        for record in _records(segment, batch_position, header):
+            if record.timestamp >= timestamp and record.offset >= starting_offset:
+                return TimestampAndOffset(record.timestamp, record.offset, _epoch(header))
+    return None
+
+
+def _offset_of_max_timestamp(segment: LogSegment) -> TimestampAndOffset | None:
+    """The record holding ``segment``'s largest timestamp."""
+    max_timestamp, shallow_offset = segment.max_timestamp_and_offset_so_far
+    _, position = segment.offset_index.lookup(shallow_offset)
+    for batch_position, header in segment.batches_from(position):
+        if header.max_timestamp != max_timestamp:
+            continue
+        for record in _records(segment, batch_position, header):
+            if record.timestamp == max_timestamp:
+                return TimestampAndOffset(max_timestamp, record.offset, _epoch(header))
+        return None
+    return None
+
+
+def _records(segment: LogSegment, position: int, header: BatchHeader):
+    return decode_batch(segment.read_bytes(position, header.size_in_bytes), verify_crc=False).records
+
+
+def _epoch(header: BatchHeader) -> int | None:
+    epoch = header.partition_leader_epoch
+    return epoch if epoch >= 0 else None

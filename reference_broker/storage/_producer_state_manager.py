@@ -1,8 +1,7 @@
 """The producer state of one partition (Kafka's ``ProducerStateManager``): the entry of every
 producer id, the offset up to which the log has been applied (``map_end_offset``) and the snapshot
-files ``<offset>.snapshot`` it is saved to on roll and close and reloaded from on open, followed by a
-replay of the batches after the snapshot (``rebuild_producer_state``, from Kafka's
-``UnifiedLog.rebuildProducerState``).
+files ``<offset>.snapshot`` it is saved to on roll and close and reloaded from on open. Replaying the
+log after a snapshot is ``_producer_replay``'s job; this module never reads a segment.
 
 It also knows which transactions hold the last stable offset back: the open ones (each producer's
 ``current_txn_first_offset``) and the completed ones whose marker is not yet below the high watermark
@@ -12,26 +11,21 @@ oldest transaction of another producer still open (``lastStableOffset(completedT
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from kconform.codecs import DecodeError
-from kconform.codecs.records import (
-    BatchHeader,
-    ControlRecordType,
-    decode_batch,
-    decode_end_txn_marker,
-)
+from kconform.codecs.records import BatchHeader
 
 from ._files import SNAPSHOT_SUFFIX, file_name, offset_from_file_name
 from ._producer_snapshot import CorruptSnapshot, read_snapshot, write_snapshot
 from ._producer_state import (
     NO_SEQUENCE,
     AppendOrigin,
+    BatchMetadata,
     ProducerStateEntry,
+    ProducerStateError,
     Verdict,
     VerdictKind,
     append_data_batch,
@@ -41,37 +35,23 @@ from ._producer_state import (
     merge_entries,
 )
 from ._txn_index import CompletedTxn
+from ._txn_marker import EndTxnMarkerInfo, end_txn_marker_of
 
-if TYPE_CHECKING:
-    from ._segment import LogSegment
-
-__all__ = [
-    "EndTxnMarkerInfo",
-    "ProducerStateManager",
-    "end_txn_marker_of",
-    "rebuild_producer_state",
-]
-
-EndTxnMarkerInfo = tuple[int, int, bool]
-"""(coordinator epoch, record timestamp, is COMMIT) of a COMMIT or ABORT marker."""
+__all__ = ["PendingAppend", "ProducerStateManager"]
 
 _OK = Verdict(VerdictKind.OK)
 
 
-def end_txn_marker_of(batch_bytes: bytes) -> EndTxnMarkerInfo | None:
-    """The marker in a control batch, or None for an empty one (compaction leaves those) or one that
-    is not a transaction marker."""
-    batch = decode_batch(batch_bytes, verify_crc=False)
-    if not batch.records:
-        return None
-    record = batch.records[0]
-    try:
-        marker = decode_end_txn_marker(record)
-    except DecodeError:
-        return None
-    if marker.type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-        return None
-    return marker.coordinator_epoch, record.timestamp, marker.type == ControlRecordType.COMMIT
+@dataclass(slots=True)
+class PendingAppend:
+    """An append's effect on the producer state, checked and not yet applied: the updated entries
+    (``ProducerStateManager.commit`` applies them once the batches are written) and the transactions
+    its markers complete. ``duplicate_of`` is set when the append is a producer's retry of a cached
+    batch: nothing is to be written, and the answer carries that batch's offsets."""
+
+    entries: dict[int, ProducerStateEntry] = field(default_factory=dict)
+    completed: list[CompletedTxn] = field(default_factory=list)
+    duplicate_of: BatchMetadata | None = None
 
 
 class ProducerStateManager:
@@ -233,6 +213,39 @@ class ProducerStateManager:
             pending[producer_id] = entry
         return verdict
 
+    def check_append(
+        self,
+        data: bytes | bytearray,
+        batches: Iterable[tuple[int, BatchHeader]],
+        *,
+        origin: AppendOrigin,
+        transaction_version: int = 0,
+    ) -> PendingAppend:
+        """Every batch of an append (the bytes ``data`` and each batch's position and header) through
+        ``prepare``, in order (Kafka's ``analyzeAndValidateProducerState``). Stops at a duplicate;
+        raises ``ProducerStateError`` for the first batch refused. Nothing is applied yet."""
+        pending = PendingAppend()
+        for position, header in batches:
+            if header.producer_id < 0:
+                continue
+            marker = None
+            if header.is_control:
+                marker = end_txn_marker_of(bytes(data[position : position + header.size_in_bytes]))
+            verdict = self.prepare(
+                pending.entries,
+                header,
+                marker,
+                origin=origin,
+                transaction_version=transaction_version,
+                completed=pending.completed,
+            )
+            if verdict.kind is VerdictKind.DUPLICATE:
+                pending.duplicate_of = verdict.duplicate_of
+                return pending
+            if verdict.is_error:
+                raise ProducerStateError(verdict)
+        return pending
+
     def commit(self, pending: Mapping[int, ProducerStateEntry]) -> None:
         for producer_id, entry in pending.items():
             self._put(merge_entries(self._producers.get(producer_id), entry))
@@ -318,61 +331,3 @@ class ProducerStateManager:
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
         latest = self.latest_snapshot_offset()
         self._last_snap_offset = latest if latest is not None else log_start_offset
-
-
-def rebuild_producer_state(
-    manager: ProducerStateManager,
-    segments: Sequence[LogSegment],
-    *,
-    log_start_offset: int,
-    last_offset: int,
-    now_ms: int,
-    reload_from_clean_shutdown: bool,
-) -> None:
-    """Bring ``manager`` to ``last_offset``: load the latest snapshot at or below it and replay the
-    batches after it (Kafka's ``UnifiedLog.rebuildProducerState``). As in Kafka, a clean shutdown that
-    left no snapshot at all is taken to mean "no producer state" and only empty snapshots are written."""
-    offsets_to_snapshot: list[int] = []
-    if segments:
-        if len(segments) > 1:
-            offsets_to_snapshot.append(segments[-2].base_offset)
-        offsets_to_snapshot.append(segments[-1].base_offset)
-    offsets_to_snapshot.append(last_offset)
-    if manager.latest_snapshot_offset() is None and reload_from_clean_shutdown:
-        for offset in offsets_to_snapshot:
-            manager.map_end_offset = offset
-            manager.take_snapshot()
-        return
-    empty_before = manager.is_empty and manager.map_end_offset >= last_offset
-    manager.truncate_and_reload(log_start_offset, last_offset, now_ms)
-    if last_offset > manager.map_end_offset and not empty_before:
-        for index, segment in enumerate(segments):
-            next_base = segments[index + 1].base_offset if index + 1 < len(segments) else None
-            if next_base is not None and next_base <= manager.map_end_offset:
-                continue  # wholly below the snapshot
-            if segment.base_offset >= last_offset:
-                break
-            start = max(segment.base_offset, manager.map_end_offset, log_start_offset)
-            manager.map_end_offset = start
-            if segment.base_offset in offsets_to_snapshot:
-                manager.take_snapshot()
-            _replay_segment(manager, segment, start, last_offset)
-    manager.map_end_offset = last_offset
-    manager.take_snapshot()
-
-
-def _replay_segment(manager: ProducerStateManager, segment: LogSegment, start: int, last_offset: int) -> None:
-    found = segment.translate_offset(start)
-    if found is None:
-        return
-    for position, header in segment.batches_from(found[0]):
-        if header.last_offset >= last_offset:
-            break  # Kafka reads up to the position of the batch holding last_offset
-        if header.producer_id < 0:
-            continue
-        marker = None
-        if header.is_control:
-            marker = end_txn_marker_of(segment.read_bytes(position, header.size_in_bytes))
-        completed = manager.apply_replicated(header, marker)
-        if completed is not None:
-            manager.complete_txn(completed)

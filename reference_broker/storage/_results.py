@@ -1,5 +1,6 @@
 """The values ``PartitionLog`` hands back: what an append did, what a read found (as a file region a
-server can ``os.sendfile``, and as bytes), and a description of each segment."""
+server can ``os.sendfile``, and as bytes), what a search by timestamp found, and a description of
+each segment."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from ._files import pread_exact
 from ._txn_index import AbortedTxn
 
-__all__ = ["AppendInfo", "FileRegion", "ReadResult", "SegmentInfo"]
+__all__ = ["AppendInfo", "FileRegion", "ReadResult", "SegmentInfo", "TimestampAndOffset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +79,13 @@ class SegmentInfo:
     path: Path
     max_timestamp: int
     """The largest record timestamp in the segment (-1 if none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """A ListOffsets answer: the record's timestamp and offset, and the leader epoch of its batch
+    (None where the batch has none)."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int | None

@@ -10,10 +10,9 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kconform.codecs import DecodeError
-from kconform.codecs.records import BatchHeader, decode_batch, iter_batch_headers
+from kconform.codecs.records import BatchHeader, iter_batch_headers
 
 from ._config import LogConfig
 from ._errors import CorruptIndex
@@ -27,14 +26,10 @@ from ._files import (
     pread_exact,
 )
 from ._offset_index import OffsetIndex
-from ._producer_state_manager import end_txn_marker_of
 from ._time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from ._txn_index import AbortedTxn, CompletedTxn, TransactionIndex
 
-if TYPE_CHECKING:
-    from ._producer_state_manager import ProducerStateManager
-
-__all__ = ["LogSegment", "SegmentSlice", "TimestampAndOffset"]
+__all__ = ["LogSegment", "RecoveredBatch", "SegmentSlice"]
 
 _SCAN_CHUNK = 64 * 1024
 
@@ -49,14 +44,8 @@ class SegmentSlice:
     first_entry_incomplete: bool
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampAndOffset:
-    """A ListOffsets answer: the record's timestamp and offset, and the leader epoch of its batch
-    (None where the batch has none)."""
-
-    timestamp: int
-    offset: int
-    leader_epoch: int | None
+RecoveredBatch = Callable[[int, BatchHeader], None]
+"""Told the position and header of each whole batch recovery keeps, in log order."""
 
 
 class LogSegment:
@@ -317,36 +306,6 @@ class LogSegment:
             return False
         return end == self._size
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> TimestampAndOffset | None:
-        """The first record at or after ``starting_offset`` with a timestamp at or above ``timestamp``
-        (Kafka's ``findOffsetByTimestamp`` then ``FileRecords.searchForTimestamp``)."""
-        _, indexed_offset = self.time_index.lookup(timestamp)
-        _, position = self.offset_index.lookup(max(indexed_offset, starting_offset))
-        for batch_position, header in self.batches_from(position):
-            if header.max_timestamp < timestamp:
-                continue
-            batch = decode_batch(self.read_bytes(batch_position, header.size_in_bytes), verify_crc=False)
-            for record in batch.records:
-                if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    epoch = header.partition_leader_epoch
-                    return TimestampAndOffset(record.timestamp, record.offset, epoch if epoch >= 0 else None)
-        return None
-
-    def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
-        """The record holding this segment's largest timestamp (ListOffsets MAX_TIMESTAMP)."""
-        max_timestamp, shallow_offset = self.max_timestamp_and_offset_so_far
-        _, position = self.offset_index.lookup(shallow_offset)
-        for batch_position, header in self.batches_from(position):
-            if header.max_timestamp != max_timestamp:
-                continue
-            batch = decode_batch(self.read_bytes(batch_position, header.size_in_bytes), verify_crc=False)
-            for record in batch.records:
-                if record.timestamp == max_timestamp:
-                    epoch = header.partition_leader_epoch
-                    return TimestampAndOffset(max_timestamp, record.offset, epoch if epoch >= 0 else None)
-            return None
-        return None
-
     # --- rolling -------------------------------------------------------------------------------
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
@@ -420,16 +379,12 @@ class LogSegment:
             self._dirty = True
         return max(truncated, 0)
 
-    def recover(
-        self,
-        on_batch: Callable[[BatchHeader], None] | None = None,
-        producers: ProducerStateManager | None = None,
-    ) -> int:
+    def recover(self, on_batch: RecoveredBatch | None = None) -> int:
         """Rebuild the indexes from the ``.log``, checking every batch (CRC, size, magic 2, offsets
         rising and within the index's range), and cut the file at the first bad or torn batch.
-        ``on_batch`` sees each good batch (the leader epoch cache uses it). ``producers``, the
-        producer state as of this segment's base offset, is brought to its end, and every ABORT
-        marker found goes back into the transaction index. Returns the bytes cut."""
+        ``on_batch`` sees each good batch (the loader feeds the leader epoch cache and the producer
+        state from it; a ``DecodeError`` it raises ends recovery there, as a bad batch does).
+        Returns the bytes cut."""
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
@@ -457,29 +412,13 @@ class LogSegment:
                 valid_bytes += header.size_in_bytes
                 next_offset = header.next_offset
                 if on_batch is not None:
-                    on_batch(header)
-                if producers is not None:
-                    self._replay_producer_state(producers, position, header)
+                    on_batch(position, header)
         except DecodeError:
             pass
         truncated = self._truncate_file(valid_bytes)
         self.time_index.maybe_append(*self.max_timestamp_and_offset_so_far, skip_full_check=True)
         self.index_problem = None
         return truncated
-
-    def _replay_producer_state(
-        self, producers: ProducerStateManager, position: int, header: BatchHeader
-    ) -> None:
-        """One recovered batch applied to the producer state (Kafka's ``updateProducerState``)."""
-        if header.producer_id >= 0:
-            marker = None
-            if header.is_control:
-                marker = end_txn_marker_of(self.read_bytes(position, header.size_in_bytes))
-            completed = producers.apply_replicated(header, marker)
-            if completed is not None:
-                self.update_txn_index(completed, producers.last_stable_offset(completed))
-                producers.complete_txn(completed)
-        producers.map_end_offset = header.last_offset + 1
 
     def update_txn_index(self, completed: CompletedTxn, last_stable_offset: int) -> None:
         """Record a transaction whose marker is in this segment, if it was aborted."""

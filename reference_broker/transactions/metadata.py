@@ -1,53 +1,28 @@
-"""One transactional id's state as Kafka's ``TransactionMetadata`` keeps it, and its state names."""
+"""One transactional id's state as Kafka's ``TransactionMetadata`` keeps it: an immutable value, changed
+only through ``transition``, which checks Kafka's table of allowed state changes (``states.py``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass, replace
+
+from .states import TxnState, check_transition
 
 __all__ = ["MAX_EPOCH", "TxnMetadata", "TxnState"]
 
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch at MAX_EPOCH - 1 is exhausted and a new producer id follows
 
 
-class TxnState(Enum):
-    EMPTY = (0, "Empty")
-    ONGOING = (1, "Ongoing")
-    PREPARE_COMMIT = (2, "PrepareCommit")
-    PREPARE_ABORT = (3, "PrepareAbort")
-    COMPLETE_COMMIT = (4, "CompleteCommit")
-    COMPLETE_ABORT = (5, "CompleteAbort")
-    DEAD = (6, "Dead")
-    PREPARE_EPOCH_FENCE = (7, "PrepareEpochFence")
-
-    @property
-    def code(self) -> int:
-        return self.value[0]
-
-    @property
-    def display(self) -> str:
-        return self.value[1]
-
-    @classmethod
-    def from_code(cls, code: int) -> TxnState:
-        for state in cls:
-            if state.code == code:
-                return state
-        raise ValueError(f"transaction status {code} is unknown")
-
-    @classmethod
-    def from_name(cls, name: str) -> TxnState | None:
-        return next((s for s in cls if s.display == name), None)
-
-
-@dataclass
+@dataclass(frozen=True)
 class TxnMetadata:
+    """Built directly only for a transactional id seen for the first time and from a record read back
+    from ``__transaction_state``; every later value comes from ``transition``."""
+
     transactional_id: str
     producer_id: int
     producer_epoch: int
     timeout_ms: int
     state: TxnState
-    partitions: set[tuple[str, int]] = field(default_factory=set)
+    partitions: frozenset[tuple[str, int]] = frozenset()
     last_update_ms: int = -1
     start_ms: int = -1
     last_producer_id: int = -1
@@ -57,6 +32,16 @@ class TxnMetadata:
     # version (``TransactionVersion.transactionVersionForEndTxn``/``ForAddPartitionsToTxn``). Not in
     # the log: this coordinator writes value version 0, as a cluster below transaction.version 1 does.
     client_transaction_version: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.partitions, frozenset):
+            object.__setattr__(self, "partitions", frozenset(self.partitions))
+
+    def transition(self, state: TxnState, **changes) -> TxnMetadata:
+        """This transaction in ``state`` with ``changes``: the one way to a new state (Kafka's
+        ``prepareTransitionTo``). Raises IllegalStateTransition for a change Kafka forbids."""
+        check_transition(self.transactional_id, self.state, state)
+        return replace(self, state=state, **changes)
 
     @property
     def epoch_exhausted(self) -> bool:

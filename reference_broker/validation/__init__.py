@@ -9,19 +9,28 @@ A produce handler that wants Kafka's answer for a whole request calls ``check_re
 every partition before looking up topics, then ``check_partition_records`` for every partition of a
 known topic before appending anything; a rejection with scope REQUEST from either fails the whole
 request, as in Kafka. ``validate_produce_records`` runs both again, so calling it alone is safe.
+
+Each of the three takes a partition's records as bytes or, parsed once, as ``frame_records`` gives
+them: a handler frames every partition's records as the request comes in and passes the framing on,
+so each batch's header is read once on the way to the log (``AppendedBatch.header`` is what the log
+append is given).
 """
 
+from ._framing import FramedBatch, FramedRecords, frame_records
 from ._log import validate_produce_records
 from ._request import check_partition_records, check_request_records
 from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, RejectionScope, ValidatedAppend
 
 __all__ = [
     "AppendedBatch",
+    "FramedBatch",
+    "FramedRecords",
     "LogValidationConfig",
     "RecordsRejected",
     "RejectionScope",
     "ValidatedAppend",
     "check_partition_records",
     "check_request_records",
+    "frame_records",
     "validate_produce_records",
 ]

@@ -7,10 +7,15 @@ rebuilds it), then the checks ``UnifiedLog.append`` makes on the result (max.mes
 a rebuild, segment.bytes). Kafka 4.0 writes magic 2 only, so legacy input (Produce v0-2) is always
 converted. Producer state (sequence, epoch, transactions) is left to the caller, as Kafka checks it
 after all of this.
+
+Batch headers come from the records' framing (``_framing``), read once; the header of the batch to
+append is derived from the producer's (a batch kept in place) or read once from the new batch (a
+rebuilt one), and handed on with it so the log append does not parse it again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kconform.codecs import CodecError, DecodeError
@@ -28,6 +33,7 @@ from kconform.codecs.records import (
     set_batch_max_timestamp,
 )
 
+from ._framing import FramedBatch, FramedRecords, framed, patched_header
 from ._records import (
     NO_TIMESTAMP,
     RecordRules,
@@ -44,11 +50,10 @@ __all__ = ["validate_produce_records"]
 
 _V2_HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 _KNOWN_CODECS = 4  # codec ids above name no CompressionType
-_INT32_MAX = 2**31 - 1
 
 
 def validate_produce_records(
-    records: bytes | bytearray | memoryview | None,
+    records: FramedRecords | bytes | bytearray | memoryview | None,
     *,
     produce_version: int,
     config: LogValidationConfig,
@@ -61,6 +66,7 @@ def validate_produce_records(
     the bytes to append with offsets from ``first_offset``, ``partition_leader_epoch`` and max
     timestamps set; or raise ``RecordsRejected`` with Kafka's error.
 
+    ``records`` may be framed already (``frame_records``; the produce handler frames them once).
     ``now_ms`` is the broker's clock (Kafka reads it once per append). ``topic_partition`` is Kafka's
     ``topic-partition`` name, which appears in the record-error messages Kafka sends back.
 
@@ -68,13 +74,16 @@ def validate_produce_records(
     reach beyond this partition (see ``RecordsRejected.scope``); a handler that wants Kafka's answer
     for a whole request runs those two over every partition first, as Kafka does.
     """
+    records = framed(records)
     check_request_records(records)
-    extents = check_partition_records(records, produce_version=produce_version)
-    if not extents:  # Produce v0-2 without one whole batch: Kafka appends nothing, and says offset -1
+    batches = check_partition_records(records, produce_version=produce_version)
+    if not batches:  # Produce v0-2 without one whole batch: Kafka appends nothing, and says offset -1
         return ValidatedAppend(bytearray(), -1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, 0, (), True)
-    data = records if isinstance(records, bytes) else bytes(records)
-    append = _LeaderAppend(data, config, now_ms, first_offset, partition_leader_epoch, topic_partition)
-    result = append.validate(extents)
+    assert records is not None  # check_partition_records refuses null records
+    append = _LeaderAppend(
+        records.data, config, now_ms, first_offset, partition_leader_epoch, topic_partition
+    )
+    result = append.validate(batches)
     if len(result.records) > config.segment_bytes:
         raise RecordsRejected(
             Errors.RECORD_LIST_TOO_LARGE,
@@ -105,9 +114,10 @@ class _Batch:
 
 @dataclass(slots=True)
 class _Assigned:
-    """What one of LogValidator's paths gives back."""
+    """What one of LogValidator's paths gives back: the batch to append and its header."""
 
     out: bytearray
+    header: BatchHeader
     record_count: int
     max_timestamp: int
     offset_of_max_timestamp: int
@@ -122,15 +132,6 @@ def _invalid(message: str) -> RecordsRejected:
 def _crash(message: str) -> RecordsRejected:
     # A Java exception that is no ApiException, caught per partition: UNKNOWN_SERVER_ERROR.
     return RecordsRejected(Errors.UNKNOWN_SERVER_ERROR, message, reports_log_start_offset=True)
-
-
-def _last_sequence(base_sequence: int, last_offset_delta: int) -> int:
-    """DefaultRecordBatch.lastSequence: incrementSequence wraps past the int32 maximum to 0."""
-    if base_sequence < 0:
-        return -1
-    if base_sequence > _INT32_MAX - last_offset_delta:
-        return last_offset_delta - (_INT32_MAX - base_sequence) - 1
-    return base_sequence + last_offset_delta
 
 
 class _LeaderAppend:
@@ -161,8 +162,8 @@ class _LeaderAppend:
 
     # --- UnifiedLog.analyzeAndValidateRecords ------------------------------------------------------
 
-    def validate(self, extents: list[BatchExtent]) -> ValidatedAppend:
-        batches = [self._analyze(extent) for extent in extents]
+    def validate(self, framed_batches: Sequence[FramedBatch]) -> ValidatedAppend:
+        batches = [self._analyze(batch) for batch in framed_batches]
         source = Compression.NONE
         for batch in batches:  # the last compressed batch names the source codec
             if batch.extent.compression_id:
@@ -178,7 +179,8 @@ class _LeaderAppend:
             assigned = self._validate_compressed(batches, source, target)
         return self._result(assigned)
 
-    def _analyze(self, extent: BatchExtent) -> _Batch:
+    def _analyze(self, framed_batch: FramedBatch) -> _Batch:
+        extent = framed_batch.extent
         if extent.magic >= 2 and extent.base_offset != 0:
             raise _invalid(
                 f"The baseOffset of the record batch in the append to {self.tp} should be 0, "
@@ -194,11 +196,9 @@ class _LeaderAppend:
             raise self._corrupt(
                 f"the size {extent.size} is smaller than the minimum allowed overhead {_V2_HEADER_SIZE}"
             )
-        try:
-            header = decode_batch_header(self.data, extent.position, verify_crc=True)
-        except DecodeError as exc:
-            return self._header_failure(extent, exc)
-        return _Batch(extent, header)
+        if framed_batch.header_error is not None:
+            return self._header_failure(extent, framed_batch.header_error)
+        return _Batch(extent, framed_batch.header)
 
     def _corrupt(self, why: str) -> RecordsRejected:
         return RecordsRejected(
@@ -312,20 +312,27 @@ class _LeaderAppend:
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             max_timestamp = self.now_ms
             offset_of_max = last_offset
-        out = self._patched_copy(batch, last_offset, max_timestamp)
-        return _Assigned(out, len(records), max_timestamp, offset_of_max, True)
+        out, header = self._patched_copy(batch, last_offset, max_timestamp)
+        return _Assigned(out, header, len(records), max_timestamp, offset_of_max, True)
 
-    def _patched_copy(self, batch: _Batch, last_offset: int, max_timestamp: int) -> bytearray:
-        """The batch's bytes with setLastOffset, setPartitionLeaderEpoch and setMaxTimestamp applied."""
+    def _patched_copy(
+        self, batch: _Batch, last_offset: int, max_timestamp: int
+    ) -> tuple[bytearray, BatchHeader]:
+        """The batch's bytes with setLastOffset, setPartitionLeaderEpoch and setMaxTimestamp applied,
+        and their header."""
         extent = batch.extent
         out = bytearray(memoryview(self.data)[extent.position : extent.position + extent.size])
-        patch_batch_header(
-            out,
-            base_offset=last_offset - batch.header.last_offset_delta,
-            partition_leader_epoch=self.partition_leader_epoch,
-        )
+        base_offset = last_offset - batch.header.last_offset_delta
+        patch_batch_header(out, base_offset=base_offset, partition_leader_epoch=self.partition_leader_epoch)
         set_batch_max_timestamp(out, timestamp_type=self.timestamp_type, max_timestamp=max_timestamp)
-        return out
+        header = patched_header(
+            batch.header,
+            out,
+            base_offset=base_offset,
+            partition_leader_epoch=self.partition_leader_epoch,
+            max_timestamp=max_timestamp,
+        )
+        return out, header
 
     def _convert_uncompressed(self, batches: list[_Batch]) -> _Assigned:
         """convertAndAssignOffsetsNonCompressed: uncompressed legacy messages rebuilt as one batch."""
@@ -389,8 +396,8 @@ class _LeaderAppend:
         last_offset = self.first_offset + len(kept) - 1
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             max_timestamp = self.now_ms
-        out = self._patched_copy(first, last_offset, max_timestamp)
-        return _Assigned(out, len(kept), max_timestamp, last_offset, True)
+        out, header = self._patched_copy(first, last_offset, max_timestamp)
+        return _Assigned(out, header, len(kept), max_timestamp, last_offset, True)
 
     def _rebuild(self, records: list[Record], first: _Batch, codec: Compression) -> _Assigned:
         """buildRecordsAndAssignOffsets: a new magic 2 batch as Kafka's MemoryRecordsBuilder writes it,
@@ -443,24 +450,13 @@ class _LeaderAppend:
         else:  # MemoryRecordsBuilder.info
             max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
             offset_of_max = last_offset if max_timestamp != NO_TIMESTAMP else -1
-        return _Assigned(bytearray(encoded), len(records), max_timestamp, offset_of_max, False)
+        header = decode_batch_header(encoded, verify_crc=False)  # a new batch: its header, read once
+        return _Assigned(bytearray(encoded), header, len(records), max_timestamp, offset_of_max, False)
 
     # --- result ------------------------------------------------------------------------------------
 
     def _result(self, assigned: _Assigned) -> ValidatedAppend:
-        header = decode_batch_header(assigned.out, 0, verify_crc=False)
-        batch = AppendedBatch(
-            first_offset=header.base_offset,
-            last_offset=header.last_offset,
-            record_count=header.record_count,
-            producer_id=header.producer_id,
-            producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence,
-            last_sequence=_last_sequence(header.base_sequence, header.last_offset_delta),
-            is_transactional=header.is_transactional,
-            is_control=header.is_control,
-            max_timestamp=header.max_timestamp,
-        )
+        batch = AppendedBatch(assigned.header)
         log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
         return ValidatedAppend(
             records=assigned.out,

@@ -9,13 +9,16 @@ Kafka's order (KafkaApis.handleProduceRequest, ReplicaManager.handleProduceAppen
    magic 2, no zstd below v7. Its failures stay with the partition and carry no message.
 3. ``handleProduceAppend`` then walks every batch of the partitions that passed, to find transactional
    ones: anything that throws there fails the whole request again (2 and 3: ``check_partition_records``).
+
+Both take the records as ``FramedRecords`` (the handler frames them once) or as bytes, framed here.
 """
 
 from __future__ import annotations
 
 from kconform.codecs.errors import Errors
-from kconform.codecs.records import BatchExtent, BatchFramingError, iter_batch_extents
+from kconform.codecs.records import BatchFramingError
 
+from ._framing import FramedBatch, FramedRecords, framed
 from ._types import RecordsRejected, RejectionScope
 
 __all__ = ["check_partition_records", "check_request_records", "framing_message"]
@@ -47,22 +50,24 @@ def _request_wide_crash(message: str) -> RecordsRejected:
     return RecordsRejected(Errors.UNKNOWN_SERVER_ERROR, message, scope=RejectionScope.REQUEST)
 
 
-def check_request_records(records) -> None:
+def check_request_records(records: FramedRecords | bytes | None) -> None:
     """Step 1: the first batch's size and magic, read for every partition of the request (at any
     version, known topic or not). Raises ``RecordsRejected`` with scope REQUEST."""
+    records = framed(records)
     if records is None:
         return  # hasTransactionalRecords skips a null records field
-    try:
-        next(iter_batch_extents(records), None)
-    except BatchFramingError as exc:
-        raise _request_wide_corruption(exc) from None
+    if not records.batches and records.framing_error is not None:
+        raise _request_wide_corruption(records.framing_error)
 
 
-def check_partition_records(records, *, produce_version: int) -> list[BatchExtent]:
+def check_partition_records(
+    records: FramedRecords | bytes | None, *, produce_version: int
+) -> tuple[FramedBatch, ...]:
     """Steps 2 and 3 for one partition of a known topic: raises ``RecordsRejected`` (scope PARTITION
     for ProduceRequest.validateRecords, REQUEST or NO_RESPONSE for what handleProduceAppend throws),
-    else returns the extents of the whole batches (a partial trailing batch is left out, as Kafka
-    trims it before appending)."""
+    else returns the whole batches (a partial trailing batch is left out, as Kafka trims it before
+    appending)."""
+    records = framed(records)
     if records is None:
         # validateRecords skips null records; handleProduceAppend then dereferences them, and the
         # error handler does too (ProduceRequest.partitionSizes), so Kafka never answers.
@@ -73,35 +78,30 @@ def check_partition_records(records, *, produce_version: int) -> list[BatchExten
         )
     if produce_version >= 3:
         _validate_records_v3(records, produce_version)
-    extents = []
-    try:
-        for extent in iter_batch_extents(records):
-            if extent.magic >= 2 and extent.size < _PRODUCER_ID_END:
-                raise _request_wide_crash(
-                    f"batch of {extent.size} bytes ends before its producer id "
-                    "(IndexOutOfBoundsException in ReplicaManager.handleProduceAppend)"
-                )
-            extents.append(extent)
-    except BatchFramingError as exc:  # only reachable below v3: validateRecords walked v3+ already
-        raise _request_wide_corruption(exc) from None
-    return extents
+    for batch in records.batches:
+        if batch.extent.magic >= 2 and batch.extent.size < _PRODUCER_ID_END:
+            raise _request_wide_crash(
+                f"batch of {batch.extent.size} bytes ends before its producer id "
+                "(IndexOutOfBoundsException in ReplicaManager.handleProduceAppend)"
+            )
+    if records.framing_error is not None:  # only reachable below v3: validateRecords walked v3+ already
+        raise _request_wide_corruption(records.framing_error)
+    return records.batches
 
 
-def _validate_records_v3(records, version: int) -> None:
+def _validate_records_v3(records: FramedRecords, version: int) -> None:
     """ProduceRequest.validateRecords: failures become this partition's error, without a message."""
 
     def invalid(message: str) -> RecordsRejected:
         return RecordsRejected(Errors.INVALID_RECORD, message)
 
-    walk = iter_batch_extents(records)
-    try:
-        first = next(walk, None)
-    except BatchFramingError as exc:  # step 1 reports this for the whole request
-        raise _request_wide_corruption(exc) from None
-    if first is None:
+    if not records.batches:
+        if records.framing_error is not None:  # step 1 reports this for the whole request
+            raise _request_wide_corruption(records.framing_error)
         raise invalid(
             f"Produce requests with version {version} must have at least one record batch per partition"
         )
+    first = records.batches[0].extent
     if first.magic != 2:
         raise invalid(
             f"Produce requests with version {version} are only allowed to contain record batches with "
@@ -116,12 +116,10 @@ def _validate_records_v3(records, version: int) -> None:
                 Errors.UNSUPPORTED_COMPRESSION_TYPE,
                 f"Produce requests with version {version} are not allowed to use ZStandard compression",
             )
-    try:
-        second = next(walk, None)
-    except BatchFramingError as exc:
-        raise RecordsRejected(Errors.CORRUPT_MESSAGE, framing_message(exc)) from None
-    if second is not None:
+    if len(records.batches) > 1:
         raise invalid(
             f"Produce requests with version {version} are only allowed to contain exactly one record batch "
             "per partition"
         )
+    if records.framing_error is not None:  # where the second batch would start
+        raise RecordsRejected(Errors.CORRUPT_MESSAGE, framing_message(records.framing_error))

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from kconform.codecs.compression import Compression
 from kconform.codecs.errors import error_for
-from kconform.codecs.records import TimestampType
+from kconform.codecs.records import BatchHeader, TimestampType
 
 __all__ = [
     "AppendedBatch",
@@ -19,6 +19,7 @@ __all__ = [
 ]
 
 LONG_MAX = 2**63 - 1
+_INT32_MAX = 2**31 - 1
 
 # Topic compression.type values (Kafka's BrokerCompressionType) and the codec each one forces.
 _TOPIC_CODECS: dict[str, Compression | None] = {
@@ -107,26 +108,63 @@ class LogValidationConfig:
 
 @dataclass(frozen=True, slots=True)
 class AppendedBatch:
-    """One batch as it will be appended, with what the producer-state (idempotence) check needs.
+    """One batch as it will be appended: its header as written, which the log append takes as it is
+    (the batch is not parsed again), and what the producer-state (idempotence) check reads of it.
 
     ``last_sequence`` is Kafka's ``DefaultRecordBatch.lastSequence``: the base sequence plus the last
     offset delta, wrapping past the int32 maximum to 0, or -1 without a base sequence.
     """
 
-    first_offset: int
-    last_offset: int
-    record_count: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    last_sequence: int
-    is_transactional: bool
-    is_control: bool
-    max_timestamp: int
+    header: BatchHeader
+
+    @property
+    def first_offset(self) -> int:
+        return self.header.base_offset
+
+    @property
+    def last_offset(self) -> int:
+        return self.header.last_offset
+
+    @property
+    def record_count(self) -> int:
+        return self.header.record_count
+
+    @property
+    def producer_id(self) -> int:
+        return self.header.producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self.header.producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self.header.base_sequence
+
+    @property
+    def last_sequence(self) -> int:
+        base, delta = self.header.base_sequence, self.header.last_offset_delta
+        if base < 0:
+            return -1
+        if base > _INT32_MAX - delta:  # incrementSequence wraps past the int32 maximum to 0
+            return delta - (_INT32_MAX - base) - 1
+        return base + delta
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.header.is_transactional
+
+    @property
+    def is_control(self) -> bool:
+        return self.header.is_control
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.header.max_timestamp
 
     @property
     def has_producer_id(self) -> bool:
-        return self.producer_id >= 0
+        return self.header.producer_id >= 0
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from kconform.faults.toxiproxy import open_toxiproxy
 from kconform.harness.chaos.runner import run_scenario
 from kconform.harness.chaos.scenarios import load_catalogue
 from kconform.harness.chaos.topology import ProxiedCluster
-from kconform.harness.traces import read_traces
+from kconform.traces import read_traces
 
 pytestmark = pytest.mark.slow
 

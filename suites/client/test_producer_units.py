@@ -16,8 +16,8 @@ from kconform.harness.client.accumulator import BatchResult, ProducerBatch, Reco
 from kconform.harness.client.sender import Outcome, produce_outcome
 from kconform.harness.client.transaction_manager import (
     IllegalTransactionState,
+    ProducerTxnState,
     TransactionManager,
-    TxnState,
 )
 
 
@@ -220,8 +220,8 @@ def test_transactional_batches_wait_for_their_partition_to_join_the_transaction(
     loop = asyncio.new_event_loop()
     txn = TransactionManager("tx", 60_000)
     txn.set_producer(9, 0)
-    txn.transition(TxnState.INITIALIZING)
-    txn.transition(TxnState.READY)
+    txn.transition(ProducerTxnState.INITIALIZING)
+    txn.transition(ProducerTxnState.READY)
     txn.begin()
     batch = _batch(loop)
     txn.note_partition("t", 0)
@@ -234,13 +234,13 @@ def test_transactional_batches_wait_for_their_partition_to_join_the_transaction(
 @pytest.mark.parametrize(
     ("start", "target", "allowed"),
     [
-        (TxnState.READY, TxnState.IN_TRANSACTION, True),
-        (TxnState.READY, TxnState.COMMITTING, False),
-        (TxnState.IN_TRANSACTION, TxnState.COMMITTING, True),
-        (TxnState.ABORTABLE_ERROR, TxnState.COMMITTING, False),
-        (TxnState.ABORTABLE_ERROR, TxnState.ABORTING, True),
-        (TxnState.UNINITIALIZED, TxnState.IN_TRANSACTION, False),
-        (TxnState.COMMITTING, TxnState.READY, True),
+        (ProducerTxnState.READY, ProducerTxnState.IN_TRANSACTION, True),
+        (ProducerTxnState.READY, ProducerTxnState.COMMITTING, False),
+        (ProducerTxnState.IN_TRANSACTION, ProducerTxnState.COMMITTING, True),
+        (ProducerTxnState.ABORTABLE_ERROR, ProducerTxnState.COMMITTING, False),
+        (ProducerTxnState.ABORTABLE_ERROR, ProducerTxnState.ABORTING, True),
+        (ProducerTxnState.UNINITIALIZED, ProducerTxnState.IN_TRANSACTION, False),
+        (ProducerTxnState.COMMITTING, ProducerTxnState.READY, True),
     ],
 )
 def test_transaction_state_table(start, target, allowed):
@@ -257,11 +257,11 @@ def test_transaction_state_table(start, target, allowed):
 
 def test_an_abortable_error_must_be_aborted_before_anything_else():
     txn = TransactionManager("tx", 60_000)
-    txn.state = TxnState.IN_TRANSACTION
+    txn.state = ProducerTxnState.IN_TRANSACTION
     txn.fail(RuntimeError("boom"), fatal=False)
-    assert txn.state is TxnState.ABORTABLE_ERROR
+    assert txn.state is ProducerTxnState.ABORTABLE_ERROR
     with pytest.raises(IllegalTransactionState, match="must be aborted"):
-        txn.require(TxnState.IN_TRANSACTION, action="commit")
+        txn.require(ProducerTxnState.IN_TRANSACTION, action="commit")
     txn.fail(RuntimeError("fenced"), fatal=True)
     with pytest.raises(IllegalTransactionState, match="failed"):
-        txn.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, action="abort")
+        txn.require(ProducerTxnState.IN_TRANSACTION, ProducerTxnState.ABORTABLE_ERROR, action="abort")

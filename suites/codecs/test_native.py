@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kconform.codecs import DecodeError, _native
-from kconform.codecs import records as records_module
+from kconform.codecs._v2_writer import v2_body
 from kconform.codecs.compression import Compression
 from kconform.codecs.records import Record, TimestampType, decode_batch, encode_batch, encode_record_v2
 from kconform.codecs.strategies import all_message_versions, message
@@ -195,7 +195,7 @@ def test_native_encoder_writes_the_pure_encoders_bytes(rows, codec, base_offset,
         assert found is not None, "the native encoder declined valid records"
     if found is not None:
         with _native.pure_python():
-            assert found == records_module._v2_body(records, base_offset, base_timestamp)
+            assert found == v2_body(records, base_offset, base_timestamp)
     assert [(r.offset, r.key, r.value) for r in decode_batch(expected).records] == [
         (r.offset, r.key, r.value) for r in records
     ]

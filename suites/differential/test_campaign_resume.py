@@ -12,7 +12,7 @@ import time
 from click.testing import CliRunner
 
 from kconform.harness.cli import cli
-from kconform.harness.traces import read_traces
+from kconform.traces import read_traces
 
 
 def test_a_killed_campaign_keeps_its_traces_and_resumes(tmp_path):

@@ -9,9 +9,9 @@ import json
 from click.testing import CliRunner
 
 from kconform.harness.cli import cli
-from kconform.harness.diff.campaign import load_case, run_campaign
+from kconform.harness.diff.cases import load_case, run_campaign
 from kconform.harness.targets.registry import make_target
-from kconform.harness.traces import read_traces
+from kconform.traces import read_traces
 
 PLANTED = "reference@planted=list-offsets-latest-off-by-one"
 

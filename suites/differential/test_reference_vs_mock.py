@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kconform.harness.diff.campaign import load_case, run_campaign
+from kconform.harness.diff.cases import load_case, run_campaign
 from kconform.harness.diff.known import KnownDifference, explain, load_known_differences
 from kconform.harness.targets.registry import make_target
 

@@ -28,7 +28,7 @@ from kconform.codecs.messages import (
 from kconform.harness.capture import loopback_capture_allowed
 from kconform.harness.cli import cli
 from kconform.harness.dissect import TcpConversation, dissect_pcap
-from kconform.harness.traces import read_traces
+from kconform.traces import read_traces
 
 PORT = 19092
 NO_CAPTURE = (

@@ -34,8 +34,8 @@ from click.testing import CliRunner
 from kconform.harness.capture import NO_CAPTURE, dissect_kafka, loopback_capture_allowed
 from kconform.harness.cli import cli
 from kconform.harness.dissect import dissect_pcap
-from kconform.harness.traces import read_traces
 from kconform.reference_broker.process import start_broker_process
+from kconform.traces import read_traces
 
 pytestmark = pytest.mark.peer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kconform.harness.campaign import plan_campaign
-from kconform.harness.chaos.campaign import kafka_version_of, parse_target
+from kconform.harness.chaos.scenario_set import kafka_version_of, parse_target
 from kconform.harness.chaos.scenarios import load_catalogue
 from kconform.harness.targets.base import TargetError
 from kconform.harness.targets.registry import make_target, split_target_list, with_kafka_version

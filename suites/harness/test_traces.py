@@ -1,17 +1,33 @@
-"""Trace files: the schema, row groups written whole, and runs that survive SIGKILL and resume."""
+"""Trace files: the schema, row groups written whole, and runs that survive SIGKILL and resume; the API
+catalogue; and the contract's boundary (the harness writes traces, the reports read them, and neither
+the reports nor the traces import the harness)."""
 
 from __future__ import annotations
 
+import ast
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from kconform.harness.traces import SCHEMA, SCHEMA_VERSION, TraceRow, TraceWriter, read_traces
+import kconform.spark_reports
+import kconform.traces
+from kconform.codecs import api_schemas
+from kconform.harness.catalogue import api_catalogue
+from kconform.traces import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    ApiCatalogue,
+    CatalogueEntry,
+    TraceRow,
+    TraceWriter,
+    read_traces,
+)
 
 
 def _row(i: int, case: str = "c") -> TraceRow:
@@ -52,7 +68,7 @@ def test_an_unknown_outcome_is_refused(tmp_path):
 
 _WRITER = textwrap.dedent("""
     import sys, time
-    from kconform.harness.traces import TraceRow, TraceWriter
+    from kconform.traces import TraceRow, TraceWriter
     traces = TraceWriter(sys.argv[1], "run-k", row_group_rows=50)
     start = traces.resume_point.rows
     print(start, flush=True)
@@ -97,3 +113,70 @@ def test_traces_survive_sigkill_and_a_resumed_run_continues_them(tmp_path):
     assert not list((tmp_path / "traces").glob("*.tmp")) or True  # leftovers are cleaned on reopen
     TraceWriter(tmp_path, "run-k")
     assert not list((tmp_path / "traces").glob("*.tmp"))
+
+
+# --- the API catalogue --------------------------------------------------------------------------------
+
+
+def test_the_catalogue_holds_every_api_of_the_codecs():
+    catalogue = api_catalogue()
+    assert [(e.api_key, e.name, e.min_version, e.max_version) for e in catalogue.entries] == [
+        (s.api_key, s.name, *s.valid_versions) for s in api_schemas()
+    ]
+    assert catalogue.named("Produce").api_key == 0
+    with pytest.raises(KeyError, match="NoSuchApi"):
+        catalogue.named("NoSuchApi")
+
+
+def test_a_catalogue_refuses_an_api_twice_and_an_empty_version_range():
+    with pytest.raises(ValueError, match="name Fetch more than once"):
+        ApiCatalogue.of([CatalogueEntry(1, "Fetch", 0, 17), CatalogueEntry(99, "Fetch", 0, 1)])
+    with pytest.raises(ValueError, match="api_key 1 more than once"):
+        ApiCatalogue.of([CatalogueEntry(1, "Fetch", 0, 17), CatalogueEntry(1, "Other", 0, 1)])
+    with pytest.raises(ValueError, match="versions 3-2"):
+        CatalogueEntry(1, "Fetch", 3, 2)
+
+
+# --- the boundary ---------------------------------------------------------------------------------------
+
+
+def _kconform_imports(package) -> dict[str, set[str]]:
+    """Every kconform module each module of ``package`` imports, relative imports resolved, imports
+    inside functions and ``TYPE_CHECKING`` blocks included."""
+    [folder] = package.__path__
+    found: dict[str, set[str]] = {}
+    for path in sorted(Path(folder).rglob("*.py")):
+        parts = path.relative_to(folder).with_suffix("").parts
+        module = ".".join((package.__name__, *parts)).removesuffix(".__init__")
+        package_parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package_parts[: len(package_parts) - node.level + 1] if node.level else []
+                target = ".".join([*base, *([node.module] if node.module else [])])
+                targets.add(target)
+                # ``from kconform import harness`` and ``from .. import harness`` name packages too
+                targets.update(f"{target}.{alias.name}" for alias in node.names)
+        found[module] = {t for t in targets if _within(t, "kconform")}
+    return found
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_traces_import_nothing_else_of_kconform():
+    imports = _kconform_imports(kconform.traces)
+    assert imports  # the walk found the modules
+    outside = {m: sorted(t for t in ts if not _within(t, "kconform.traces")) for m, ts in imports.items()}
+    assert {m: ts for m, ts in outside.items() if ts} == {}
+
+
+def test_the_reports_import_neither_the_harness_nor_the_codecs_in_the_synthesiser():
+    imports = _kconform_imports(kconform.spark_reports)
+    assert "kconform.spark_reports.synth" in imports
+    harness = {m: sorted(t for t in ts if _within(t, "kconform.harness")) for m, ts in imports.items()}
+    assert {m: ts for m, ts in harness.items() if ts} == {}
+    assert not [t for t in imports["kconform.spark_reports.synth"] if _within(t, "kconform.codecs")]

@@ -17,11 +17,12 @@ from kconform.codecs.messages import (
     DescribeGroupsRequest,
     OffsetCommitRequest,
 )
-from kconform.reference_broker.groups.assignors import range_assign, uniform_assign
-from kconform.reference_broker.groups.consumer_group import ConsumerGroup, ConsumerMember, MemberState
+from kconform.reference_broker.groups.kip848_assignment import compute_target, reconcile
+from kconform.reference_broker.groups.kip848_group import ConsumerGroup, ConsumerMember, MemberState
+from kconform.reference_broker.groups.server_assignors import range_assign, uniform_assign
 
-from .test_group_rules import Cluster, stable_group
-from .test_group_rules import run as run_cluster
+from ..support.group_rules_cluster import Cluster, stable_group
+from ..support.group_rules_cluster import run as run_cluster
 
 HEARTBEAT, DESCRIBE = 68, 69
 TOPICS = [uuid.UUID(int=i + 1) for i in range(3)]
@@ -80,12 +81,12 @@ def test_reconciliation_never_gives_a_partition_to_two_members(steps):
 
     def heartbeat(member: ConsumerMember, confirm: bool) -> None:
         if group.group_epoch > group.assignment_epoch:
-            group.compute_target(topics)
+            compute_target(group, topics)
         owned = {t: set(p) for t, p in member.assigned.items()}
         if not confirm:
             for t, p in member.pending_revocation.items():
                 owned.setdefault(t, set()).update(p)
-        group.reconcile(member, owned)
+        reconcile(group, member, owned)
 
     for action, n in steps:
         member_id = f"m{n}"
@@ -280,8 +281,8 @@ def test_consumer_groups_are_read_back_after_a_restart(tmp_path):
     back with its epochs, members and assignments; its members go on heartbeating as before."""
     from kconform.reference_broker.node import BrokerNode
 
+    from ..support.group_rules_cluster import FAST
     from ..support.rawclient import RawClient
-    from .test_group_rules import FAST
 
     props = {"node.id": "1", "log.dirs": str(tmp_path / "data"), **FAST}
 

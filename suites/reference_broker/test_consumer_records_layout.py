@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.reference_broker.groups import consumer_records as cr
-from kconform.reference_broker.groups.records import RecordFormatError
+from kconform.reference_broker.groups import kip848_log_records as cr
+from kconform.reference_broker.groups.classic_log_records import RecordFormatError
 
 A = UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 B = UUID("a1b2c3d4-e5f6-4718-9a2b-3c4d5e6f7081")

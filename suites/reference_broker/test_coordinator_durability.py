@@ -23,10 +23,10 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch
 from kconform.reference_broker.process import start_broker_process
 
+from ..support.group_rules_cluster import Cluster as GroupCluster
+from ..support.group_rules_cluster import stable_group
 from ..support.rawclient import RawClient
-from .test_group_rules import Cluster as GroupCluster
-from .test_group_rules import stable_group
-from .test_transaction_rules import values
+from ..support.read_committed import values
 
 OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",

@@ -24,7 +24,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.reference_broker.handlers.produce import transaction_check_answer
 
-from .test_error_rules import (
+from ..support.error_rules_broker import (
     FETCH,
     LIST_OFFSETS,
     METADATA,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
@@ -30,6 +30,7 @@ from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
 from ..support.rawclient import RawClient
+from ..support.read_committed import values
 
 PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, INIT_PID = 0, 1, 2, 19, 22
 ADD_PARTITIONS, ADD_OFFSETS, END_TXN, WRITE_MARKERS, TXN_OFFSET_COMMIT = 24, 25, 26, 27, 28
@@ -223,22 +224,6 @@ def run(tmp_path, scenario, *, kafka_version: str | None = None, **overrides: st
             await node.stop()
 
     return asyncio.run(asyncio.wait_for(main(), 60))
-
-
-def values(partition_data) -> list[bytes]:
-    """What a read_committed consumer keeps: data records minus the aborted producers' batches."""
-    aborted = {(a.producer_id, a.first_offset) for a in (partition_data.aborted_transactions or [])}
-    skipping: set[int] = set()
-    kept = []
-    for batch in iter_batches(bytes(partition_data.records or b"")):
-        if (batch.producer_id, batch.base_offset) in aborted:
-            skipping.add(batch.producer_id)
-        if batch.is_control:
-            skipping.discard(batch.producer_id)
-            continue
-        if batch.producer_id not in skipping:
-            kept.extend(r.value for r in batch.records)
-    return kept
 
 
 # ---- InitProducerId (TransactionCoordinator.handleInitProducerId) ---------------------------------------
@@ -615,7 +600,8 @@ def test_end_txn_v5_with_the_epoch_exhausted_moves_to_a_new_producer_id(tmp_path
 
     async def scenario(c: Cluster):
         pid, _ = await c.init_ok()
-        c.node.transaction_coordinator.txns["tx"].producer_epoch = 32766  # as after 32766 bumps
+        txns = c.node.transaction_coordinator.txns
+        txns["tx"] = replace(txns["tx"], producer_epoch=32766)  # as after 32766 bumps
         first = await c.end_v(pid, 32766, False)
         retry = await c.end_v(pid, 32766, False)
         return pid, first, retry

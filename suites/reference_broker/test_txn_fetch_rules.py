@@ -25,7 +25,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import ControlRecordType, Record, decode_control_key, encode_batch, iter_batches
 from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
-from kconform.reference_broker.txn_markers import write_txn_markers
+from kconform.reference_broker.transactions.marker_writer import write_txn_markers
 
 from ..support.rawclient import RawClient
 

@@ -4,15 +4,21 @@ and mutated batches."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
+import sys
+from collections import Counter
+from types import SimpleNamespace
 
 import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kconform.codecs import records as codec_records
 from kconform.codecs.compression import Compression
 from kconform.codecs.errors import Errors
+from kconform.codecs.messages import ProduceRequest
 from kconform.codecs.records import (
     Record,
     TimestampType,
@@ -22,6 +28,8 @@ from kconform.codecs.records import (
     patch_batch_header,
 )
 from kconform.codecs.strategies import record_batches
+from kconform.reference_broker.handlers.produce import produce
+from kconform.reference_broker.node import BrokerNode
 from kconform.reference_broker.validation import (
     LogValidationConfig,
     RecordsRejected,
@@ -647,6 +655,8 @@ def test_any_valid_batch_validates_and_reads_back(drawn, config, first_offset):
         header.base_sequence,
         header.is_transactional,
     )
+    # the header handed to the log append, derived rather than read back, is the appended batch's
+    assert result.batches[0].header == decode_batch_header(bytes(result.records))
 
 
 def _mutate(data: bytes, draw) -> bytes:
@@ -715,6 +725,7 @@ def test_mutated_batches_only_ever_get_records_rejected(drawn, config, version, 
     if result.record_count:
         (b,) = decoded(result)
         assert b.base_offset == 7 and len(b.records) == result.record_count
+        assert result.batches[0].header == decode_batch_header(bytes(result.records))
 
 
 def test_rejections_are_plain_values():
@@ -746,3 +757,71 @@ def test_config_is_checked_when_built():
     ):
         with pytest.raises(ValueError):
             LogValidationConfig(**bad)
+
+
+# --- the produce path reads each batch's framing once ----------------------------------------------
+
+FRAMING_READERS = ("iter_batch_extents", "iter_batch_headers", "decode_batch_header")
+
+
+def count_calls(monkeypatch, names) -> Counter:
+    """Count calls of the codecs functions ``names`` from anywhere in the reference broker."""
+    counts: Counter = Counter()
+
+    def counted(name, original):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    for name in names:
+        original = getattr(codec_records, name)
+        for module in list(sys.modules.values()):
+            holder = getattr(module, "__name__", "")
+            if holder.startswith("kconform.reference_broker.") and getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, counted(name, original))
+    return counts
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        pytest.param(dict(), id="plain"),
+        pytest.param(dict(producer_id=7, producer_epoch=0, base_sequence=0), id="idempotent"),
+        pytest.param(dict(compression=Compression.GZIP), id="compressed-in-place"),
+    ],
+)
+def test_one_produce_reads_its_batch_framing_once(tmp_path, monkeypatch, records):
+    """Handler, validation and log append share one framing: the batch's header is read once (and its
+    records once, by validation), where the handler once read it twice, validation twice more and the
+    log once again."""
+
+    def request(batch_bytes: bytes) -> ProduceRequest:
+        data = ProduceRequest.PartitionProduceData(index=0, records=batch_bytes)
+        topic = ProduceRequest.TopicProduceData(name="orders", partition_data=[data])
+        return ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[topic])
+
+    async def main():
+        node = BrokerNode.from_config_file(None, {"node.id": "1", "log.dirs": str(tmp_path / "data")})
+        await node.start("127.0.0.1", 0)
+        try:
+            node.create_topic("orders", node.assign_replicas(1, 1), {})
+            ctx = SimpleNamespace(api_version=9)
+            first = await produce(node, ctx, request(batch(3, **records)))  # the segment's first batch
+            counts = count_calls(monkeypatch, (*FRAMING_READERS, "decode_batch"))
+            more = dict(records, base_sequence=3) if "producer_id" in records else records
+            second = await produce(node, ctx, request(batch(3, **more)))
+            return first, second, counts
+        finally:
+            await node.stop()
+
+    first, second, counts = asyncio.run(asyncio.wait_for(main(), 60))
+    answers = [r.responses[0].partition_responses[0] for r in (first, second)]
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0), (0, 3)]
+    assert {name: counts[name] for name in FRAMING_READERS} == {
+        "iter_batch_extents": 1,  # the handler's walk over the partition's records
+        "iter_batch_headers": 0,  # the log append takes the validated batch's header
+        "decode_batch_header": 1,  # the batch's header, CRC checked, in that same walk
+    }
+    assert counts["decode_batch"] == 1  # validation reads the records

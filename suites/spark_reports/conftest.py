@@ -1,6 +1,7 @@
 """Headless Chromium for the report suites: render a dashboard, read back the DOM the browser built
 and keep a screenshot. ``render_in_chromium`` is a plain function so that other suites can copy the
-one call; the fixtures add the skip when Chromium is absent and the artefact folder."""
+one call; the fixtures add the skip when Chromium is absent and the artefact folder. ``spark`` is the
+local Spark session the roll-up agreement suites (``test_rollup_*.py``) share."""
 
 from __future__ import annotations
 
@@ -80,3 +81,15 @@ def artefacts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(configured) if configured else tmp_path_factory.mktemp("artefacts")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local Spark session for the module (it takes seconds to start)."""
+    from kconform.spark_reports.session import SparkUnavailable, spark_session
+
+    try:
+        with spark_session() as session:
+            yield session
+    except SparkUnavailable as exc:
+        pytest.skip(f"Spark cannot start here: {exc}")

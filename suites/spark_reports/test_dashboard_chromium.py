@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from kconform.harness.diff.campaign import run_campaign
+from kconform.harness.diff.cases import run_campaign
 from kconform.harness.targets.registry import make_target
 from kconform.spark_reports.build import build_dashboard
 

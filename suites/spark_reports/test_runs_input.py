@@ -14,12 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from kconform.harness.catalogue import api_catalogue
 from kconform.harness.cli import cli
-from kconform.harness.traces import SCHEMA
 from kconform.spark_reports.build import load_previous
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.runs import ReportInputError, find_runs
 from kconform.spark_reports.synth import synthesise
+from kconform.traces import SCHEMA, ApiCatalogue
 
 OUTPUTS = ("index.html", "summary.json", "junit.xml")
 
@@ -27,14 +28,14 @@ OUTPUTS = ("index.html", "summary.json", "junit.xml")
 @pytest.fixture
 def diff_run(tmp_path: Path) -> Path:
     """A good diff run directory (run.json, summary.json, cases/, two trace parts)."""
-    [run] = synthesise(tmp_path / "runs", 400, seed=3, runs=1, row_group_rows=200)
+    [run] = synthesise(tmp_path / "runs", 400, catalogue=api_catalogue(), seed=3, runs=1, row_group_rows=200)
     assert len(list((run / "traces").glob("part-*.parquet"))) == 2
     return run.resolve()
 
 
 @pytest.fixture
 def chaos_run(tmp_path: Path) -> Path:
-    [run] = synthesise(tmp_path / "chaos-runs", 300, seed=4, runs=0, chaos_runs=1)
+    [run] = synthesise(tmp_path / "chaos-runs", 300, catalogue=api_catalogue(), seed=4, runs=0, chaos_runs=1)
     return run.resolve()
 
 
@@ -247,6 +248,13 @@ def test_good_runs_are_found_with_their_kinds(diff_run: Path, chaos_run: Path, t
     assert [(r.path, r.kind) for r in runs] == [(chaos_run, "chaos"), (diff_run, "diff")]
     assert len(runs[1].trace_files) == 2
     assert len(runs[1].cases) == len(json.loads((diff_run / "summary.json").read_text())["differences"]) > 0
+
+
+def test_the_synthesiser_refuses_a_catalogue_without_its_apis(tmp_path: Path) -> None:
+    partial = ApiCatalogue.of(e for e in api_catalogue().entries if e.name not in ("Fetch", "Heartbeat"))
+    with pytest.raises(ValueError, match="lacks Fetch, Heartbeat"):
+        synthesise(tmp_path / "runs", 10, catalogue=partial)
+    assert not (tmp_path / "runs").exists()  # refused before anything was written
 
 
 # --- the command -------------------------------------------------------------------------------------

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from kconform.harness.traces import read_traces
+from kconform.harness.catalogue import api_catalogue
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.runs import RunDirectory, find_runs
 from kconform.spark_reports.synth import synthesise
+from kconform.traces import read_traces
 
 pytestmark = pytest.mark.slow
 
@@ -165,7 +166,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> list[RunDirectory]:
     root = tmp_path_factory.mktemp("cluster-runs").resolve()
-    synthesise(root, 20_000, seed=5, runs=1, chaos_runs=1, row_group_rows=5_000)
+    synthesise(root, 20_000, catalogue=api_catalogue(), seed=5, runs=1, chaos_runs=1, row_group_rows=5_000)
     return find_runs([root])
 
 

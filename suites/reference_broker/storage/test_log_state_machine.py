@@ -43,7 +43,7 @@ from kconform.codecs.records import Record, encode_batch, iter_batch_headers, it
 from kconform.reference_broker.storage import (
     LogConfig,
     PartitionLog,
-    _partition_log,  # only to plant retention faults
+    _log_retention,  # only to plant retention faults
 )
 
 PRODUCER = 42
@@ -400,7 +400,7 @@ def _expect_the_model_to_catch_it() -> None:
 
 
 def test_a_size_retention_that_deletes_one_segment_too_many_is_caught(monkeypatch):
-    kafkas = _partition_log.retention_size_breach
+    kafkas = _log_retention.retention_size_breach
 
     def one_too_many(total_size: int, retention_bytes: int):
         should_delete = kafkas(total_size, retention_bytes)
@@ -417,7 +417,7 @@ def test_a_size_retention_that_deletes_one_segment_too_many_is_caught(monkeypatc
 
         return planted
 
-    monkeypatch.setattr(_partition_log, "retention_size_breach", one_too_many)
+    monkeypatch.setattr(_log_retention, "retention_size_breach", one_too_many)
     _expect_the_model_to_catch_it()
 
 
@@ -434,19 +434,19 @@ def test_a_time_retention_that_reads_a_segments_first_timestamp_is_caught(monkey
 
         return planted
 
-    monkeypatch.setattr(_partition_log, "retention_ms_breach", by_first_batch)
+    monkeypatch.setattr(_log_retention, "retention_ms_breach", by_first_batch)
     _expect_the_model_to_catch_it()
 
 
 def test_a_retention_that_never_takes_the_active_segment_is_caught(monkeypatch):
     """Kafka deletes the active segment too (rolling first) once the high watermark reaches the log end
     and the segment breaches retention; a log that always keeps it differs."""
-    kafkas = _partition_log.count_deletable
+    kafkas = _log_retention.count_deletable
 
     def all_but_the_active(segments, **kwargs) -> int:
         return min(kafkas(segments, **kwargs), len(segments) - 1)
 
-    monkeypatch.setattr(_partition_log, "count_deletable", all_but_the_active)
+    monkeypatch.setattr(_log_retention, "count_deletable", all_but_the_active)
     _expect_the_model_to_catch_it()
 
 
@@ -458,11 +458,11 @@ def test_a_time_retention_that_deletes_a_segment_exactly_retention_ms_old_is_cau
             return None
         return lambda segment, following: now_ms - segment.largest_timestamp() >= retention_ms
 
-    monkeypatch.setattr(_partition_log, "retention_ms_breach", at_the_limit)
+    monkeypatch.setattr(_log_retention, "retention_ms_breach", at_the_limit)
     _expect_the_model_to_catch_it()
 
 
 def test_a_retention_that_keeps_every_segment_is_caught(monkeypatch):
     """The old check (size >= min(retention.bytes, size)) passed even when retention deleted nothing."""
-    monkeypatch.setattr(_partition_log, "count_deletable", lambda segments, **kwargs: 0)
+    monkeypatch.setattr(_log_retention, "count_deletable", lambda segments, **kwargs: 0)
     _expect_the_model_to_catch_it()

@@ -1,0 +1,168 @@
+"""``kconform campaign``: kconform's main job in one command, a bounded differential campaign and the
+chaos catalogue against the chosen targets, ending with the dashboard."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option(
+    "--targets",
+    default="reference,rdkafka-mock",
+    show_default=True,
+    help="comma-separated targets; the first is compared with each of the others",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    help="the Apache Kafka release the reference broker answers as (default: the newest the codecs cover)",
+)
+@click.option("--duration", default="8m", show_default=True, help="time budget of the whole campaign (s, m)")
+@click.option("--examples", default=100_000, show_default=True, help="upper bound on generated diff cases")
+@click.option("--scenario", "scenarios", multiple=True, help="only these chaos scenarios (repeatable)")
+@click.option("--no-diff", is_flag=True, help="skip the differential campaign")
+@click.option("--no-chaos", is_flag=True, help="skip the chaos catalogue")
+@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--toxiproxy", "toxiproxy_url", default=None, help="a Toxiproxy server's URL (default: embedded)"
+)
+@click.option("--master", default=None, help="a Spark master URL for the roll-up (default: local mode)")
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "duckdb"]),
+    default="spark",
+    show_default=True,
+    help="what rolls the traces up",
+)
+@click.option(
+    "--previous",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="an earlier report to compare with (default: the newest campaign beside --out)",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="campaign directory (default: ./kconform-runs/campaign-<time>)",
+)
+@click.option("--strict", is_flag=True, help="exit 1 when a difference or a broken promise is found")
+def campaign(
+    targets, kafka_version, duration, examples, scenarios, no_diff, no_chaos, seed, toxiproxy_url, master,
+    engine, previous, out, strict,
+) -> None:  # fmt: skip
+    """Run differential and chaos work against the targets, then write the dashboard."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kconform.faults.schedule import ScheduleError, parse_duration
+
+    from ..campaign import plan_campaign, previous_report, run_end_to_end
+    from ..chaos.scenarios import load_catalogue
+    from ..targets.base import TargetError
+    from ..targets.registry import make_target, split_target_list, with_kafka_version
+
+    console = Console(stderr=True)
+    names = [with_kafka_version(t, kafka_version) for t in split_target_list(targets)]
+    try:
+        for name in names:  # a typo is an error now, not minutes later when its part starts
+            make_target(name)
+        budget = parse_duration(duration)
+        plan = plan_campaign(
+            names,
+            budget,
+            load_catalogue(),
+            diff=not no_diff,
+            chaos=not no_chaos,
+            scenarios=scenarios,
+        )
+    except (ScheduleError, TargetError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if not plan.diff_pairs and not plan.chaos:
+        raise click.UsageError(
+            "nothing to run: give two targets for a diff, or a target with chaos scenarios"
+        )
+    out = out or Path("kconform-runs") / time.strftime("campaign-%Y%m%d-%H%M%S")
+    previous = previous or previous_report(out)
+
+    console.print(
+        f"[bold]kconform campaign[/bold] in {out}: {len(plan.diff_pairs)} diff pair(s) of "
+        f"{plan.diff_seconds:.0f}s, {plan.scenario_runs} chaos scenario run(s) of "
+        f"{plan.scenario_seconds:.0f}s, "
+        f"about {plan.estimated_seconds() / 60:.1f} min"
+    )
+    for note in plan.notes:
+        console.print(f"[yellow]{note}[/yellow]")
+    with _RichProgress(console) as progress:
+        outcome = run_end_to_end(
+            plan,
+            out,
+            examples=examples,
+            seed=seed,
+            toxiproxy_url=toxiproxy_url,
+            previous=previous,
+            master=master,
+            engine=engine,
+            progress=progress,
+        )
+
+    table = Table(title=f"kconform campaign ({outcome.seconds / 60:.1f} min)")
+    for column in ("part", "targets", "result", "run directory"):
+        table.add_column(column, overflow="fold")
+    for part in outcome.parts:
+        result = f"[red]{part.error}[/red]" if part.error else part.headline
+        table.add_row(part.part, " vs ".join(part.targets), result, str(part.directory))
+    Console().print(table)
+    if outcome.report_error:
+        console.print(f"[red]no dashboard: {outcome.report_error}[/red]")
+        raise SystemExit(2)
+    console.print(f"dashboard: [bold]{outcome.dashboard}[/bold] (open it in a browser)")
+    console.print(f"compare a later campaign with this one: --previous {outcome.dashboard.parent}")
+    if any(p.error for p in outcome.parts) or (strict and any(p.failed for p in outcome.parts)):
+        raise SystemExit(1)
+
+
+class _RichProgress:
+    """Draws ``CampaignProgress`` events as rich progress bars, one per part."""
+
+    def __init__(self, console) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=console,
+        )
+        self._tasks: dict[str, int] = {}
+        self._report = None
+
+    def __enter__(self):
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.__exit__(*exc)
+
+    def part_started(self, part: str, label: str, total: float) -> None:
+        self._tasks[label] = self._progress.add_task(label, total=max(total, 1), status="starting")
+
+    def part_advanced(self, label: str, completed: float, status: str) -> None:
+        self._progress.update(self._tasks[label], completed=completed, status=status)
+
+    def part_finished(self, outcome) -> None:
+        label = f"{outcome.part} {' vs '.join(outcome.targets)}"
+        task = self._tasks[label]
+        status = outcome.error or outcome.headline
+        self._progress.update(task, completed=self._progress.tasks[task].total, status=status[:70])
+
+    def report_step(self, step: str) -> None:
+        if self._report is None:
+            self._report = self._progress.add_task("report", total=None, status=step)
+        else:
+            self._progress.update(self._report, status=step)

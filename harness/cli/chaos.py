@@ -1,0 +1,123 @@
+"""``kconform chaos``: scenarios from the catalogue against a target behind Toxiproxy, with a progress
+display and a verdict table; the exit code is 1 unless every scenario passed (a promise broken, a run
+that failed, or faults that never reached the client)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--target", default="reference", show_default=True, help="reference or rdkafka-mock[:BROKERS]")
+@click.option(
+    "--scenario", "names", multiple=True, help="a scenario name (repeatable); default: all for the target"
+)
+@click.option("--duration", default="20s", show_default=True, help="length of each scenario's run (ms, s, m)")
+@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--toxiproxy",
+    "toxiproxy_url",
+    default=None,
+    help="a Toxiproxy server's URL (default: toxiproxy-server on PATH, else the embedded one)",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="run directory (default: ./kconform-runs/chaos-<time>)",
+)
+@click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
+def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
+    """Run chaos scenarios and judge every history with the checkers."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from kconform.faults.schedule import ScheduleError, parse_duration
+
+    from ..chaos.scenario_set import parse_target, run_chaos
+    from ..chaos.scenarios import load_catalogue
+
+    console = Console(stderr=True)
+    catalogue = load_catalogue()
+    if list_only:
+        table = Table(title="kconform chaos scenarios")
+        for column in ("scenario", "workload", "targets", "promise"):
+            table.add_column(column)
+        for s in catalogue.values():
+            table.add_row(s.name, s.workload, ", ".join(s.targets), s.promise)
+        Console().print(table)
+        return
+    try:
+        kind, _ = parse_target(target)
+        seconds = parse_duration(duration)
+    except (ValueError, ScheduleError) as exc:
+        raise click.BadParameter(str(exc)) from None
+    if seconds < 4:
+        raise click.BadParameter(
+            "a scenario needs at least 4s (faults, then a quiet tail)", param_hint="--duration"
+        )
+    unknown = [n for n in names if n not in catalogue]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown scenario(s) {', '.join(unknown)}; see kconform chaos --list", param_hint="--scenario"
+        )
+    chosen = [catalogue[n] for n in names] if names else [s for s in catalogue.values() if s.allowed_on(kind)]
+    skipped = [s.name for s in chosen if not s.allowed_on(kind)]
+    if skipped:
+        raise click.BadParameter(f"{', '.join(skipped)} do not run on {kind}", param_hint="--scenario")
+    out = out or Path("kconform-runs") / time.strftime("chaos-%Y%m%d-%H%M%S")
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[verdict]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        tasks = {s.name: progress.add_task(s.name, total=1.0, verdict="waiting") for s in chosen}
+        results = run_chaos(
+            target,
+            chosen,
+            duration=seconds,
+            out=out,
+            seed=seed,
+            toxiproxy_url=toxiproxy_url,
+            on_start=lambda s: progress.update(tasks[s.name], verdict="running"),
+            on_tick=lambda s, f: progress.update(tasks[s.name], completed=f),
+            on_result=lambda r: progress.update(tasks[r.scenario], completed=1.0, verdict=r.verdict),
+        )
+
+    table = Table(title=f"kconform chaos on {target} ({duration} each)")
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for column in ("ok/fail/info", "felt as", "violations", "allowed, measured"):
+        table.add_column(column)
+    for r in results:
+        ops = r.operations
+        colour = {"pass": "green", "violation": "red"}.get(r.verdict, "yellow")
+        table.add_row(
+            r.scenario,
+            f"[{colour}]{r.verdict}[/{colour}]",
+            f"{ops.get('ok', 0)}/{ops.get('fail', 0)}/{ops.get('info', 0)}",
+            f"{r.bites} {r.stats.get(r.bites, 0)}",
+            ", ".join(f"{v.anomaly} {v.count}" for v in r.violations) or "-",
+            ", ".join(f"{k} {n}" for k, n in r.measured.items()) or "-",
+        )
+    Console().print(table)
+    console.print(f"run directory: {out} (chaos.json, traces/)")
+    for r in results:
+        if r.error:
+            console.print(f"[red]{r.scenario}: {r.error}[/red]")
+        for v in r.violations:
+            console.print(f"[red]{r.scenario}: {v.anomaly} x{v.count}: {v.detail}[/red]")
+        if r.verdict in ("faults-did-not-bite", "faults-not-applied", "no-progress"):
+            console.print(
+                f"[yellow]{r.scenario}: {r.verdict}: the run proves nothing (a longer --duration "
+                f"gives the faults more chances)[/yellow]"
+            )
+    if any(r.verdict != "pass" for r in results):
+        raise SystemExit(1)

@@ -1,0 +1,162 @@
+"""The reference broker's command line: run one node in this process. ``python -m
+kconform.reference_broker`` runs it on its own, and ``kconform broker`` is the same command under the
+harness's group, so both take the same options; nothing here imports the harness."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["broker", "main"]
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"expected HOST:PORT (e.g. 127.0.0.1:9092), got {value!r}")
+    return host or "0.0.0.0", int(port)
+
+
+def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value (a Kafka broker property), got {item!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="where the partition logs and metadata live (log.dirs)",
+)
+@click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to accept clients on")
+@click.option("--node-id", type=int, default=1, show_default=True, help="node.id")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="a Kafka server.properties file",
+)
+@click.option("--advertise", help="HOST:PORT to tell clients (default: the listen address)")
+@click.option(
+    "--kafka-version",
+    help="the Apache Kafka release to answer as: its ApiVersions and the versions it serves "
+    "(default: the newest release the codecs cover; see --list-kafka-versions)",
+)
+@click.option(
+    "--list-kafka-versions",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: _list_kafka_versions(ctx) if value else None,
+    help="list the releases --kafka-version takes and exit",
+)
+@click.option("--log-level", default="INFO", show_default=True)
+@click.argument("overrides", nargs=-1)
+def broker(
+    data_dir: Path,
+    listen: str,
+    node_id: int,
+    config_file: Path | None,
+    advertise: str | None,
+    kafka_version: str | None,
+    log_level: str,
+    overrides: tuple[str, ...],
+) -> None:
+    """Run one reference broker node. OVERRIDES are Kafka properties as key=value."""
+    from kconform.codecs.releases import UnknownRelease, kafka_release, newest_covered_release
+
+    try:
+        release = kafka_release(kafka_version) if kafka_version else newest_covered_release()
+    except UnknownRelease as exc:
+        raise click.BadParameter(str(exc), param_hint="--kafka-version") from None
+    from .config import ConfigError
+    from .node import BrokerNode
+    from .planted import PlantedBugError, check_environment
+
+    try:
+        planted = check_environment()
+    except PlantedBugError as exc:
+        raise click.ClickException(str(exc)) from None
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if planted:
+        log = logging.getLogger("kconform.broker")
+        log.warning("planted bugs active (test only): %s", ", ".join(sorted(planted)))
+    host, port = _parse_listen(listen)
+    props = _parse_overrides(overrides)
+    props.setdefault("node.id", str(node_id))
+    props["log.dirs"] = str(data_dir)
+    try:
+        node = BrokerNode.from_config_file(
+            config_file,
+            props,
+            advertised=_parse_listen(advertise) if advertise else None,
+            kafka_release=release,
+        )
+    except ConfigError as exc:
+        raise click.ClickException(f"{exc} (fix the property and start again)") from None
+    asyncio.run(_run(node, host, port))
+
+
+def main() -> None:
+    broker()
+
+
+def _list_kafka_versions(ctx: click.Context) -> None:
+    """One line per release: its version, the APIs it advertises, and how many of them we serve."""
+    from kconform.codecs.releases import kafka_releases, newest_covered_release
+
+    from .handlers import registered_handlers
+
+    implemented = registered_handlers()
+    default = newest_covered_release()
+    for release in kafka_releases():
+        ours = sum(1 for key in release.advertised if key in implemented)
+        mark = "  (default)" if release == default else ""
+        apis = len(release.advertised)
+        click.echo(f"{release.version:<8} {apis:>3} APIs, {ours:>3} implemented here{mark}")
+    ctx.exit(0)
+
+
+async def _stop_when_orphaned(stop: asyncio.Event) -> None:
+    """A broker started for a harness (KCONFORM_PARENT_PID) shuts down cleanly once that process is
+    gone, so a harness that is killed leaves no broker behind."""
+    parent = os.environ.get("KCONFORM_PARENT_PID")
+    if not parent or not parent.isdigit():
+        return
+    while os.getppid() == int(parent):
+        await asyncio.sleep(1.0)
+    stop.set()
+
+
+async def _run(node, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        bound_host, bound_port = await node.start(host, port)
+    except OSError as exc:
+        await node.stop()
+        message = f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another --listen)"
+        raise click.ClickException(message) from None
+    print(f"kconform broker {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
+    watch = asyncio.ensure_future(_stop_when_orphaned(stop))
+    try:
+        await stop.wait()
+    finally:
+        watch.cancel()
+        await node.stop()
+        print(f"kconform broker {node.node_id} stopped cleanly", file=sys.stderr, flush=True)

@@ -1,0 +1,225 @@
+"""The one place where a coordinator's decisions meet the world: Kafka's ``CoordinatorRuntime`` in
+miniature, shared by the group coordinators (classic and KIP-848).
+
+A coordinator's rules are pure: given its state, an event and a context (clock, settings) they change
+the state and return effects. The runtime carries the effects out, in order:
+
+- ``Write``: append records to the coordinator log (the internal topic partition of a group or
+  transactional id). If the effect names a ``then`` event, that event is decided next with the result of
+  the write filled in (``written``), so a rule learns whether its records are durable before it answers,
+  as Kafka completes an operation only once its records are appended.
+- ``Reply``: answer a request that is waiting (a JoinGroup parked until the rebalance completes) or that
+  is being decided right now. Requests are numbered; the number travels in the event as ``waiter``.
+- ``SetTimer`` / ``CancelTimer``: a keyed timer; setting a key replaces its timer. When it fires, its
+  event is decided like any other.
+
+Nothing here knows what a group or a transaction is."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = [
+    "CancelTimer",
+    "CoordinatorLog",
+    "CoordinatorRuntime",
+    "Reply",
+    "SetTimer",
+    "Write",
+    "Written",
+]
+
+log = logging.getLogger(__name__)
+
+LogRecord = tuple[bytes, bytes | None]  # a coordinator record: key, value (None: a tombstone)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What became of a ``Write``: where its records went, or that it failed, with the storage's error
+    code when the failure had one (each coordinator maps it to what its clients are told)."""
+
+    failed: bool = False
+    error: int | None = None
+    partition: int = -1
+    first_offset: int = -1
+
+
+@dataclass(frozen=True)
+class Write:
+    """Append ``records`` to the coordinator log partition of ``key`` (a group or transactional id),
+    transactionally for ``producer`` (id, epoch) when given; then decide ``then`` (an event with a
+    ``written`` field) with the outcome."""
+
+    key: str
+    records: tuple[LogRecord, ...]
+    producer: tuple[int, int] | None = None
+    then: object | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    waiter: int
+    answer: object
+
+
+@dataclass(frozen=True)
+class SetTimer:
+    key: Hashable
+    delay_ms: int
+    event: object
+
+
+@dataclass(frozen=True)
+class CancelTimer:
+    key: Hashable
+
+
+Effect = Write | Reply | SetTimer | CancelTimer
+
+
+class CoordinatorLog(Protocol):
+    """What the runtime needs of the coordinator's internal topic."""
+
+    def partition_for(self, key: str) -> int: ...
+
+    def append(
+        self,
+        partition: int,
+        records: Sequence[LogRecord],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> int:
+        """Append and return the offset of the last record; raises when the write fails."""
+
+
+class CoordinatorRuntime:
+    def __init__(self, name: str, decide: Callable[[object], Iterable[Effect]], log_: CoordinatorLog):
+        self._name = name
+        self._decide = decide
+        self._log = log_
+        self._timers: dict[Hashable, asyncio.TimerHandle] = {}
+        self._waiters: dict[int, Callable[[object], None]] = {}
+        self._ids = itertools.count(1)
+
+    # ---- requests ------------------------------------------------------------------------------
+
+    def call(self, make_event: Callable[[int], object]) -> object:
+        """Decide a request whose answer comes at once (heartbeats, commits, leaves)."""
+        answers: list[object] = []
+        waiter = self._waiter(answers.append)
+        self.submit(make_event(waiter))
+        if not answers:
+            self._waiters.pop(waiter, None)
+            raise RuntimeError(f"{self._name}: the rules left a request that must answer at once unanswered")
+        return answers[0]
+
+    async def request(self, make_event: Callable[[int], object]) -> object:
+        """Decide a request that may wait for later events (JoinGroup, SyncGroup)."""
+        future = asyncio.get_running_loop().create_future()
+
+        def answer(value: object) -> None:
+            if not future.done():  # the connection may have gone; the rules still moved on
+                future.set_result(value)
+
+        waiter = self._waiter(answer)
+        try:
+            self.submit(make_event(waiter))
+            return await future
+        finally:
+            self._waiters.pop(waiter, None)
+
+    def _waiter(self, answer: Callable[[object], None]) -> int:
+        waiter = next(self._ids)
+        self._waiters[waiter] = answer
+        return waiter
+
+    # ---- events and effects --------------------------------------------------------------------
+
+    def submit(self, event: object) -> None:
+        """Decide ``event`` and carry out its effects, and those of the events its writes lead to."""
+        pending = deque([event])
+        while pending:
+            for effect in self._decide(pending.popleft()):
+                follow_up = self._apply(effect)
+                if follow_up is not None:
+                    pending.append(follow_up)
+
+    def carry_out(self, effects: Iterable[Effect]) -> None:
+        """Carry out effects decided outside an event (the timers of state just loaded)."""
+        for effect in effects:
+            follow_up = self._apply(effect)
+            if follow_up is not None:
+                self.submit(follow_up)
+
+    def _apply(self, effect: Effect) -> object | None:
+        if isinstance(effect, Write):
+            written = self._write(effect)
+            return None if effect.then is None else dataclasses.replace(effect.then, written=written)
+        if isinstance(effect, Reply):
+            answer = self._waiters.pop(effect.waiter, None)
+            if answer is not None:
+                answer(effect.answer)
+        elif isinstance(effect, SetTimer):
+            self._schedule(effect)
+        elif isinstance(effect, CancelTimer):
+            handle = self._timers.pop(effect.key, None)
+            if handle is not None:
+                handle.cancel()
+        else:
+            raise TypeError(f"{self._name}: not an effect: {effect!r}")
+        return None
+
+    def _write(self, effect: Write) -> Written:
+        partition = self._log.partition_for(effect.key)
+        try:
+            if effect.producer is None:
+                last = self._log.append(partition, effect.records)
+            else:
+                producer_id, producer_epoch = effect.producer
+                last = self._log.append(
+                    partition,
+                    effect.records,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transactional=True,
+                )
+        except Exception as exc:  # the rules decide what a failed write means to the client
+            log.warning("%s: records for %s not written: %s", self._name, effect.key, exc)
+            code = getattr(exc, "code", None)
+            return Written(failed=True, error=code if isinstance(code, int) and code else None)
+        return Written(partition=partition, first_offset=last - len(effect.records) + 1)
+
+    # ---- timers ----------------------------------------------------------------------------------
+
+    def _schedule(self, timer: SetTimer) -> None:
+        previous = self._timers.pop(timer.key, None)
+        if previous is not None:
+            previous.cancel()
+
+        def fire() -> None:
+            self._timers.pop(timer.key, None)
+            try:
+                self.submit(timer.event)
+            except Exception:  # one timer's failure must not take the coordinator down
+                log.exception("%s: timer %r failed", self._name, timer.key)
+
+        loop = asyncio.get_running_loop()
+        self._timers[timer.key] = loop.call_later(max(timer.delay_ms, 0) / 1000, fire)
+
+    def scheduled(self, key: Hashable) -> bool:
+        return key in self._timers
+
+    def stop(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()

@@ -1,0 +1,121 @@
+"""Writing a transaction's COMMIT or ABORT markers, as control batches, into the partitions of this node:
+what a partition leader does for WriteTxnMarkers, and what this node's transaction coordinator calls
+directly.
+
+Each partition gets one control batch, appended as the coordinator's write with acks=all (Kafka's
+``KafkaApis.handleWriteTxnMarkersRequest`` -> ``ReplicaManager.appendRecords``): a partition this
+node does not have is UNKNOWN_TOPIC_OR_PARTITION, one below its min.insync.replicas
+NOT_ENOUGH_REPLICAS, and the producer state's epoch checks give INVALID_PRODUCER_EPOCH or
+TRANSACTION_COORDINATOR_FENCED. For a ``__consumer_offsets`` partition the group coordinator is told
+once the marker is in, so that the transaction's offset commits take effect or are dropped."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+from kconform.codecs.errors import Errors
+
+from ..internal_topics import CONSUMER_OFFSETS
+from ..partition import PartitionError
+
+__all__ = ["MarkerHost", "MarkerTarget", "TransactionCompleter", "write_txn_markers"]
+
+log = logging.getLogger(__name__)
+
+
+class MarkerTarget(Protocol):
+    """A partition that takes markers (``partition.Partition``)."""
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    def under_min_isr(self) -> bool: ...
+
+    def append_control_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        transaction_version: int,
+    ) -> object: ...
+
+
+class TransactionCompleter(Protocol):
+    """The group coordinator's side of a marker in ``__consumer_offsets`` (Kafka's
+    ``GroupCoordinator.onTransactionCompleted``)."""
+
+    def complete_transaction(
+        self, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None: ...
+
+
+@runtime_checkable
+class MarkerHost(Protocol):
+    """What writing markers needs from a node."""
+
+    def partition(self, topic_name: str, index: int) -> MarkerTarget | None:
+        """This node's partition, or None when it has no such partition."""
+
+    @property
+    def group_coordinator(self) -> TransactionCompleter:
+        """Looked up at each write; one without ``complete_transaction`` is skipped."""
+
+
+def write_txn_markers(
+    host: MarkerHost,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    commit: bool,
+    partitions: Iterable[tuple[str, int]],
+    transaction_version: int = 0,
+) -> dict[tuple[str, int], int]:
+    """The error code for each partition: NONE once its marker is in the log. A partition named
+    twice gets one marker (Kafka gathers the marker batches in a map keyed by partition)."""
+    results: dict[tuple[str, int], int] = {}
+    for topic, index in dict.fromkeys(partitions):
+        results[(topic, index)] = _write_one(
+            host, topic, index, producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
+        )
+    return results
+
+
+def _write_one(
+    host: MarkerHost,
+    topic: str,
+    index: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    commit: bool,
+    transaction_version: int,
+) -> int:
+    partition = host.partition(topic, index)
+    if partition is None:
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+    if partition.under_min_isr():  # acks=all is checked before anything is written
+        return Errors.NOT_ENOUGH_REPLICAS
+    try:
+        partition.append_control_marker(
+            producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
+        )
+    except PartitionError as exc:
+        return exc.code
+    except Exception:  # a disk failure on one partition must not stop the others
+        log.exception("marker for producer %d on %s-%d failed", producer_id, topic, index)
+        return Errors.KAFKA_STORAGE_ERROR
+    if topic != CONSUMER_OFFSETS:
+        return Errors.NONE
+    complete = getattr(host.group_coordinator, "complete_transaction", None)
+    if complete is None:
+        return Errors.NONE
+    try:
+        complete(index, producer_id, producer_epoch, commit)
+    except Exception:  # Kafka answers a failed offsets update with UNKNOWN_SERVER_ERROR
+        log.exception("group coordinator failed to complete producer %d's transaction", producer_id)
+        return Errors.UNKNOWN_SERVER_ERROR
+    return Errors.NONE
