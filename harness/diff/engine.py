@@ -178,6 +178,9 @@ class DiffEngine:
         if not op.expects_response:
             correlation_id = await client.send(op.api_key, version, body, expect_response=False)
             fate = await self._probe(link, client)
+            # A target that answers such a request may answer it after the probe (a loaded mock does):
+            # a fresh connection keeps that late answer from being taken for the next request's.
+            await link.close()
             return Exchange(link.target.name, op.api_key, version, fate, None, correlation_id, frame_size)
         payload = body.encode(version)
         await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
