@@ -9,17 +9,24 @@ of the partition logs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from kconform.codecs import DecodeError
 from kconform.codecs.records import Record, encode_batch, iter_batches
+
+from .clock import Clock
+
+if TYPE_CHECKING:  # the partition imports nothing of this module; only the type is named here
+    from .partition import Partition, TopicLookup
 
 __all__ = [
     "CONSUMER_OFFSETS",
     "TRANSACTION_STATE",
     "CorruptInternalTopic",
     "InternalTopic",
+    "InternalTopicHost",
     "StoredRecord",
     "java_string_hash",
     "partition_for",
@@ -66,21 +73,41 @@ class StoredRecord:
     control: int | None = None  # 0 ABORT, 1 COMMIT for a transaction marker; None for data
 
 
+class InternalTopicHost(Protocol):
+    """What an internal topic needs from its node: its settings, the clock for record timestamps, the
+    topic registry, and the partitions it writes to and reads from."""
+
+    @property
+    def config(self) -> Mapping[str, object]: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def topics(self) -> TopicLookup: ...
+
+    def assign_replicas(self, partitions: int, factor: int) -> list[list[int]]: ...
+
+    def create_topic(self, name: str, replicas: list[list[int]], configs: dict[str, str]) -> object: ...
+
+    def partition(self, topic_name: str, index: int) -> Partition | None: ...
+
+
 class InternalTopic:
     """One internal topic of a broker node."""
 
-    def __init__(self, broker, name: str) -> None:
+    def __init__(self, host: InternalTopicHost, name: str) -> None:
         if name not in _SETTINGS:
             raise ValueError(f"{name} is not an internal topic")
-        self.broker = broker
+        self._host = host
         self.name = name
         count_key, segment_key = _SETTINGS[name]
-        self.partition_count = int(broker.config[count_key])
-        self._segment_bytes = str(int(broker.config[segment_key]))
+        self.partition_count = int(host.config[count_key])
+        self._segment_bytes = str(int(host.config[segment_key]))
 
     @property
     def exists(self) -> bool:
-        return self.broker.topics.get(self.name) is not None
+        return self._host.topics.get(self.name) is not None
 
     def ensure(self) -> None:
         """Create the topic if it does not exist: ``partition_count`` partitions, compacted."""
@@ -89,8 +116,8 @@ class InternalTopic:
         configs = {"cleanup.policy": "compact", "segment.bytes": self._segment_bytes}
         if self.name == CONSUMER_OFFSETS:
             configs["compression.type"] = "producer"
-        replicas = self.broker.assign_replicas(self.partition_count, 1)  # one copy until replication
-        self.broker.create_topic(self.name, replicas, configs)
+        replicas = self._host.assign_replicas(self.partition_count, 1)  # one copy until replication
+        self._host.create_topic(self.name, replicas, configs)
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.partition_count)
@@ -108,8 +135,8 @@ class InternalTopic:
         transactional batch (a TxnOffsetCommit) carries the producer's id and epoch and is completed
         by a marker written through ``Partition.append_control_marker``."""
         self.ensure()
-        target = self.broker.partition(self.name, partition)
-        now = self.broker.clock.now_ms()
+        target = self._host.partition(self.name, partition)
+        now = self._host.clock.now_ms()
         batch = encode_batch(
             [Record(offset=i, timestamp=now, key=k, value=v) for i, (k, v) in enumerate(records)],
             producer_id=producer_id,
@@ -121,7 +148,7 @@ class InternalTopic:
 
     def read(self, partition: int) -> Iterator[StoredRecord]:
         """Every record of one partition, from the log start to the log end, in offset order."""
-        target = self.broker.partition(self.name, partition)
+        target = self._host.partition(self.name, partition)
         if target is None:
             return
         offset = target.log_start_offset
