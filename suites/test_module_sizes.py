@@ -1,13 +1,13 @@
-"""No hand-written module of the package is over about 500 lines, except the ones named here with the
-reason they are kept whole (the README's architecture section says the same). Generated code is exempt:
-it is one module per message, as long as the message is."""
+"""No hand-written module, of the package or of its suites, is over about 500 lines, except the ones
+named here with the reason they are kept whole (the README's architecture section says the same).
+Generated code is exempt: it is one module per message, as long as the message is."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PARTS = ("codecs", "reference_broker", "harness", "faults", "spark_reports", "traces")
+PARTS = ("codecs", "reference_broker", "harness", "faults", "spark_reports", "traces", "suites")
 GENERATED = ("codecs/messages/", "codecs/coordinator_records/", "codecs/metadata_records/")
 LIMIT = 520  # "about 500"
 
@@ -29,7 +29,7 @@ def sizes() -> dict[str, int]:
 
 def test_no_module_is_over_about_500_lines():
     measured = sizes()
-    assert len(measured) > 200  # the walk found the package
+    assert len(measured) > 400  # the walk found the package and its suites
     too_long = {name: lines for name, lines in measured.items() if lines > KEPT_WHOLE.get(name, LIMIT)}
     assert too_long == {}
 

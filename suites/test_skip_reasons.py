@@ -169,11 +169,21 @@ ALLOWED: list[tuple[str, str, str, str]] = [
     ("codecs/test_compression.py", "skip", "{peer} lacks the library for {codec.name}", PEER),
     ("codecs/test_compression.py", "skip", "{peer} lacks snappy", PEER),
     ("codecs/test_compression.py", "skip", "kafka-python lacks lz4", PEER),
-    ("codecs/test_records.py", "importorskip", "could not import 'kafka.codec'", PEER),
-    ("codecs/test_records.py", "importorskip", "could not import 'aiokafka.codec'", PEER),
-    ("codecs/test_records.py", "importorskip", "could not import 'kafka.record.memory_records'", PEER),
-    ("codecs/test_records.py", "importorskip", "could not import 'aiokafka.record.memory_records'", PEER),
-    ("codecs/test_records.py", "skip", "{peer} lacks the library for codec {codec}", PEER),
+    ("codecs/test_records_legacy_and_peers.py", "importorskip", "could not import 'kafka.codec'", PEER),
+    ("codecs/test_records_legacy_and_peers.py", "importorskip", "could not import 'aiokafka.codec'", PEER),
+    (
+        "codecs/test_records_legacy_and_peers.py",
+        "importorskip",
+        "could not import 'kafka.record.memory_records'",
+        PEER,
+    ),
+    (
+        "codecs/test_records_legacy_and_peers.py",
+        "importorskip",
+        "could not import 'aiokafka.record.memory_records'",
+        PEER,
+    ),
+    ("codecs/test_records_legacy_and_peers.py", "skip", "{peer} lacks the library for codec {codec}", PEER),
 ]
 
 _SKIP_NAMES = {"skip", "skipif", "importorskip", "xfail", "SkipTest"}
