@@ -22,4 +22,5 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 KCONFORM_SPEEDUPS="$module" LD_PRELOAD="$asan $ubsan" "$python" -c \
   'import sys; from kconform.codecs import _native as n; assert n._speedups.__file__ == sys.argv[1]' "$module"
 KCONFORM_SPEEDUPS="$module" LD_PRELOAD="$asan $ubsan" \
-  "$python" -m pytest -q -p no:xdist suites/codecs/test_native.py suites/codecs/test_records.py "$@"
+  "$python" -m pytest -q -p no:xdist suites/codecs/test_native.py suites/codecs/test_records_v2_batches.py \
+  suites/codecs/test_records_legacy_and_peers.py suites/codecs/test_records_hostile_input.py "$@"

@@ -1,5 +1,5 @@
 """The one place where a coordinator's decisions meet the world: Kafka's ``CoordinatorRuntime`` in
-miniature, shared by the group coordinators (classic and KIP-848).
+miniature, shared by the group coordinator (classic and KIP-848) and the transaction coordinator.
 
 A coordinator's rules are pure: given its state, an event and a context (clock, settings) they change
 the state and return effects. The runtime carries the effects out, in order:
@@ -12,6 +12,8 @@ the state and return effects. The runtime carries the effects out, in order:
   is being decided right now. Requests are numbered; the number travels in the event as ``waiter``.
 - ``SetTimer`` / ``CancelTimer``: a keyed timer; setting a key replaces its timer. When it fires, its
   event is decided like any other.
+- a coordinator's own effects (the transaction coordinator's markers), carried out by the functions it
+  registers, each giving the event to decide next.
 
 Nothing here knows what a group or a transaction is."""
 
@@ -21,8 +23,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
-from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -103,10 +104,19 @@ class CoordinatorLog(Protocol):
 
 
 class CoordinatorRuntime:
-    def __init__(self, name: str, decide: Callable[[object], Iterable[Effect]], log_: CoordinatorLog):
+    def __init__(
+        self,
+        name: str,
+        decide: Callable[[object], Iterable[Effect]],
+        log_: CoordinatorLog,
+        effects: Mapping[type, Callable[[object], object | None]] | None = None,
+    ):
+        """``effects``: how to carry out effect types of this coordinator's own (each returns the event
+        to decide next, or None)."""
         self._name = name
         self._decide = decide
         self._log = log_
+        self._effects = dict(effects or {})
         self._timers: dict[Hashable, asyncio.TimerHandle] = {}
         self._waiters: dict[int, Callable[[object], None]] = {}
         self._ids = itertools.count(1)
@@ -117,9 +127,11 @@ class CoordinatorRuntime:
         """Decide a request whose answer comes at once (heartbeats, commits, leaves)."""
         answers: list[object] = []
         waiter = self._waiter(answers.append)
-        self.submit(make_event(waiter))
-        if not answers:
+        try:
+            self.submit(make_event(waiter))
+        finally:
             self._waiters.pop(waiter, None)
+        if not answers:
             raise RuntimeError(f"{self._name}: the rules left a request that must answer at once unanswered")
         return answers[0]
 
@@ -146,16 +158,13 @@ class CoordinatorRuntime:
     # ---- events and effects --------------------------------------------------------------------
 
     def submit(self, event: object) -> None:
-        """Decide ``event`` and carry out its effects, and those of the events its writes lead to."""
-        pending = deque([event])
-        while pending:
-            for effect in self._decide(pending.popleft()):
-                follow_up = self._apply(effect)
-                if follow_up is not None:
-                    pending.append(follow_up)
+        """Decide ``event`` and carry out its effects in order. A write's ``then`` is decided as soon as
+        the write is done, before the next effect, so what a rule does next sees the state its records
+        made; an exception out of a rule stops the effects that follow it."""
+        self.carry_out(self._decide(event))
 
     def carry_out(self, effects: Iterable[Effect]) -> None:
-        """Carry out effects decided outside an event (the timers of state just loaded)."""
+        """Carry out effects (also those decided outside an event: the timers of state just loaded)."""
         for effect in effects:
             follow_up = self._apply(effect)
             if follow_up is not None:
@@ -175,6 +184,8 @@ class CoordinatorRuntime:
             handle = self._timers.pop(effect.key, None)
             if handle is not None:
                 handle.cancel()
+        elif type(effect) in self._effects:
+            return self._effects[type(effect)](effect)  # a coordinator's own effect, e.g. markers
         else:
             raise TypeError(f"{self._name}: not an effect: {effect!r}")
         return None

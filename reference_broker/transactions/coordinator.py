@@ -1,8 +1,8 @@
-"""The transaction coordinator of one node (Kafka's ``TransactionCoordinator``), the runtime side of the
-rules in ``rules.py``: it holds each transactional id's state, reads it back from
-``__transaction_state`` on start, carries out the rules' decisions (records, then markers, then the
-completion) and runs the timer that aborts timed-out transactions. It reaches the node only through
-``TxnCoordinatorHost``.
+"""The transaction coordinator of one node (Kafka's ``TransactionCoordinator``): it holds each
+transactional id's state, reads it back from ``__transaction_state`` on start, and hands requests, the
+timed-out check and the load's unfinished transactions to the coordinator runtime, which carries out
+what the rules decide (``effects``: records, then markers, then the completion). The markers are the one
+effect of its own it carries out. It reaches the node only through ``TxnCoordinatorHost``.
 
 A decision is carried out at once: markers are written to this node's own partitions directly, so a
 transaction passes through PrepareCommit/PrepareAbort only for as long as the writes take. As Kafka's
@@ -15,6 +15,7 @@ import logging
 
 from kconform.codecs.errors import Errors
 
+from ..coordinator_runtime import CoordinatorRuntime
 from ..internal_topics import CorruptInternalTopic
 from . import rules
 from .decisions import (
@@ -23,15 +24,23 @@ from .decisions import (
     AddPartitions,
     EndTxn,
     InitProducerId,
-    MarkerWrite,
     ProducerIdAndEpoch,
     TxnDecision,
     TxnError,
     TxnSettings,
     VerifyPartitions,
 )
+from .effects import (
+    AbortTimedOut,
+    FinishPrepared,
+    MarkersWritten,
+    TxnContext,
+    TxnRequest,
+    WriteMarkers,
+    decide,
+)
 from .host import TxnCoordinatorHost
-from .log_records import TxnRecordError, decode_txn_key, decode_txn_value, encode_txn_key, encode_txn_value
+from .log_records import TxnRecordError, decode_txn_key, decode_txn_value
 from .marker_writer import write_txn_markers
 from .metadata import TxnMetadata
 from .states import TxnState
@@ -47,6 +56,12 @@ class TransactionCoordinator:
         self._host = host
         self.txns: dict[str, TxnMetadata] = {}
         self._task: asyncio.Task | None = None
+        self.runtime = CoordinatorRuntime(
+            "transaction coordinator",
+            lambda event: decide(self.txns, event, self._context()),
+            host.transaction_state,
+            effects={WriteMarkers: self._write_markers},
+        )
 
     @property
     def settings(self) -> TxnSettings:
@@ -55,6 +70,9 @@ class TransactionCoordinator:
     def now_ms(self) -> int:
         return self._host.clock.now_ms()
 
+    def _context(self) -> TxnContext:
+        return TxnContext(self.now_ms(), self.settings, self._host.producer_ids.next_id)
+
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -62,14 +80,14 @@ class TransactionCoordinator:
         if topic.exists:
             for partition in range(topic.partition_count):
                 self._load_partition(partition)
-        for meta in list(self.txns.values()):
-            self._execute(rules.finish_prepared(meta))
+        self.runtime.submit(FinishPrepared())
         self._task = asyncio.create_task(self._abort_timed_out_loop())
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        self.runtime.stop()
 
     def _load_partition(self, partition: int) -> None:
         try:
@@ -92,32 +110,16 @@ class TransactionCoordinator:
         except CorruptInternalTopic as exc:
             log.error("%s; transactions after that point are not loaded", exc)
 
-    # ---- carrying out decisions ----------------------------------------------------------------------
+    # ---- the markers, the one effect of its own ------------------------------------------------------
 
-    def _execute(self, decision: TxnDecision) -> None:
-        if decision.created is not None:
-            self.txns.setdefault(decision.created.transactional_id, decision.created)
-        for record in decision.records:
-            self._write(record)
-        if decision.markers is not None:
-            self._write_markers(decision.markers)
-            meta = self.txns[decision.markers.transactional_id]
-            self._execute(rules.complete_after_markers(meta, decision.markers, self.now_ms()))
-
-    def _answer(self, decision: TxnDecision) -> ProducerIdAndEpoch:
-        self._execute(decision)
+    def _answer(self, event) -> ProducerIdAndEpoch:
+        decision: TxnDecision = self.runtime.call(lambda waiter: TxnRequest(waiter, event))
         if decision.error != Errors.NONE:
             raise TxnError(decision.error)
         return decision.producer
 
-    def _write(self, record: TxnMetadata) -> None:
-        topic = self._host.transaction_state
-        topic.ensure()
-        partition = topic.partition_for(record.transactional_id)
-        topic.append(partition, [(encode_txn_key(record.transactional_id), encode_txn_value(record))])
-        self.txns[record.transactional_id] = record
-
-    def _write_markers(self, markers: MarkerWrite) -> None:
+    def _write_markers(self, effect: WriteMarkers) -> MarkersWritten:
+        markers = effect.markers
         results = write_txn_markers(
             self._host,
             producer_id=markers.producer_id,
@@ -136,6 +138,7 @@ class TransactionCoordinator:
                     partition,
                     code,
                 )
+        return MarkersWritten(markers)
 
     def _coordinator_epoch(self, transactional_id: str) -> int:
         topic = self._host.transaction_state
@@ -148,16 +151,7 @@ class TransactionCoordinator:
         self, transactional_id: str, timeout_ms: int, expected: ProducerIdAndEpoch | None
     ) -> ProducerIdAndEpoch:
         """The producer id and epoch for a transactional producer (raises TxnError)."""
-        event = InitProducerId(transactional_id, timeout_ms, expected)
-        return self._answer(
-            rules.init_producer_id(
-                self.txns.get(transactional_id),
-                event,
-                self.now_ms(),
-                self.settings,
-                self._host.producer_ids.next_id,
-            )
-        )
+        return self._answer(InitProducerId(transactional_id, timeout_ms, expected))
 
     def add_partitions(
         self,
@@ -173,14 +167,14 @@ class TransactionCoordinator:
         event = AddPartitions(
             transactional_id, producer_id, producer_epoch, frozenset(partitions), transaction_version
         )
-        self._answer(rules.add_partitions(self.txns.get(transactional_id), event, self.now_ms()))
+        self._answer(event)
 
     def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, offsets_partition: tuple[str, int]
     ) -> None:
         """AddOffsetsToTxn, with the group's ``__consumer_offsets`` partition (raises TxnError)."""
         event = AddOffsets(transactional_id, producer_id, producer_epoch, offsets_partition)
-        self._answer(rules.add_offsets(self.txns.get(transactional_id), event, self.now_ms()))
+        self._answer(event)
 
     def verify_partitions_in_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[tuple[str, int]]
@@ -201,27 +195,13 @@ class TransactionCoordinator:
         """EndTxn (raises TxnError). ``transaction_version`` is the client's, from the request version
         (2 for EndTxn v5); the answer is the producer id and epoch an EndTxn v5 response carries."""
         event = EndTxn(transactional_id, producer_id, producer_epoch, commit, transaction_version)
-        return self._answer(
-            rules.end_txn(
-                self.txns.get(transactional_id), event, self.now_ms(), self._host.producer_ids.next_id
-            )
-        )
+        return self._answer(event)
 
     # ---- timeouts ------------------------------------------------------------------------------------
 
-    def abort_timed_out(self) -> list[str]:
-        """Abort every ongoing transaction past its timeout; returns the transactional ids aborted."""
-        aborted = []
-        for decision in rules.abort_timed_out(list(self.txns.values()), self.now_ms()):
-            (record,) = decision.records
-            log.info(
-                "aborting transaction %s: it passed its %d ms timeout",
-                record.transactional_id,
-                record.timeout_ms,
-            )
-            self._execute(decision)
-            aborted.append(record.transactional_id)
-        return aborted
+    def abort_timed_out(self) -> None:
+        """Abort every ongoing transaction past its timeout."""
+        self.runtime.submit(AbortTimedOut())
 
     async def _abort_timed_out_loop(self) -> None:
         interval = self.settings.abort_interval_ms / 1000

@@ -1,0 +1,142 @@
+"""The coordinator runtime's contract, with a toy coordinator: effects happen in order, a write's
+``then`` is decided with the write's result before the next effect, a failed write reaches the rules as
+``failed`` with the storage's code, a request is answered through its number, a coordinator's own
+effect is carried out by the function it registered, and a rule's exception stops what follows."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+
+from kconform.reference_broker.coordinator_runtime import (
+    CancelTimer,
+    CoordinatorRuntime,
+    Reply,
+    SetTimer,
+    Write,
+    Written,
+)
+
+
+class Log:
+    def __init__(self, fail_with: int | None = None) -> None:
+        self.appended: list[tuple[int, tuple]] = []
+        self.fail_with = fail_with
+
+    def partition_for(self, key: str) -> int:
+        return len(key)
+
+    def append(self, partition, records, *, producer_id=-1, producer_epoch=-1, transactional=False) -> int:
+        if self.fail_with is not None:
+            error = OSError("disk full")
+            error.code = self.fail_with
+            raise error
+        self.appended.append((partition, tuple(records)))
+        return 10 * len(self.appended) + len(records) - 1
+
+
+@dataclass(frozen=True)
+class Ask:
+    waiter: int
+    key: str
+
+
+@dataclass(frozen=True)
+class Stored:
+    waiter: int
+    written: Written | None = None
+
+
+@dataclass(frozen=True)
+class Shout:
+    text: str
+
+
+@dataclass(frozen=True)
+class Shouted:
+    text: str
+
+
+def toy(journal: list):
+    def decide(event):
+        journal.append(event)
+        if isinstance(event, Ask):
+            return [Write(event.key, ((b"k", b"v"),), then=Stored(event.waiter)), Shout("after the write")]
+        if isinstance(event, Stored):
+            return [Reply(event.waiter, event.written)]
+        if isinstance(event, Shouted):
+            if event.text == "boom":
+                raise ValueError("a rule failed")
+            return []
+        return []
+
+    return decide
+
+
+def test_a_writes_then_is_decided_before_the_next_effect_and_the_request_is_answered():
+    journal: list = []
+    log = Log()
+    shouts: list = []
+    runtime = CoordinatorRuntime(
+        "toy", toy(journal), log, effects={Shout: lambda e: shouts.append(e) or Shouted(e.text)}
+    )
+    answer = runtime.call(lambda waiter: Ask(waiter, "abc"))
+    assert answer == Written(partition=3, first_offset=10)
+    assert log.appended == [(3, ((b"k", b"v"),))]
+    # the write's follow-up came before the next effect (the shout), and the shout's follow-up last
+    assert [type(e).__name__ for e in journal] == ["Ask", "Stored", "Shouted"]
+    assert shouts == [Shout("after the write")]
+
+
+def test_a_failed_write_reaches_the_rules_with_the_storages_code():
+    runtime = CoordinatorRuntime("toy", toy([]), Log(fail_with=19), effects={Shout: lambda e: None})
+    assert runtime.call(lambda waiter: Ask(waiter, "k")) == Written(failed=True, error=19)
+
+
+def test_a_rules_exception_stops_the_effects_after_it_and_reaches_the_caller():
+    journal: list = []
+
+    def decide(event):
+        journal.append(event)
+        if isinstance(event, Ask):
+            return [Shout("boom"), Reply(event.waiter, "never")]
+        return toy([])(event)
+
+    runtime = CoordinatorRuntime("toy", decide, Log(), effects={Shout: lambda e: Shouted(e.text)})
+    with pytest.raises(ValueError, match="a rule failed"):
+        runtime.call(lambda waiter: Ask(waiter, "k"))
+    with pytest.raises(TypeError, match="not an effect"):
+        CoordinatorRuntime("toy", lambda event: [object()], Log()).submit("anything")
+
+
+def test_a_request_left_unanswered_is_an_error_not_a_hang():
+    runtime = CoordinatorRuntime("toy", lambda event: [], Log())
+    with pytest.raises(RuntimeError, match="unanswered"):
+        runtime.call(lambda waiter: Ask(waiter, "k"))
+
+
+def test_a_parked_request_is_answered_by_a_timer_and_setting_a_key_again_replaces_its_timer():
+    @dataclass(frozen=True)
+    class Wake:
+        waiter: int
+        label: str
+
+    def decide(event):
+        if isinstance(event, Ask):  # park: answered when the timer fires
+            return [
+                SetTimer("t", 50, Wake(event.waiter, "first")),
+                SetTimer("t", 1, Wake(event.waiter, "second")),  # replaces the first
+                SetTimer("u", 1, Wake(event.waiter, "cancelled")),
+                CancelTimer("u"),
+            ]
+        return [Reply(event.waiter, event.label)]
+
+    async def scenario():
+        runtime = CoordinatorRuntime("toy", decide, Log())
+        answer = await asyncio.wait_for(runtime.request(lambda waiter: Ask(waiter, "k")), 5)
+        assert not runtime.scheduled("t") and not runtime.scheduled("u")
+        return answer
+
+    assert asyncio.run(scenario()) == "second"
