@@ -2,7 +2,8 @@
 miniature, shared by the group coordinator (classic and KIP-848) and the transaction coordinator.
 
 A coordinator's rules are pure: given its state, an event and a context (clock, settings) they change
-the state and return effects. The runtime carries the effects out, in order:
+the state and return effects. The runtime reads the coordinator's log back on start (``load``, through
+the coordinator's own replay) and carries the effects out, in order:
 
 - ``Write``: append records to the coordinator log (the internal topic partition of a group or
   transactional id). If the effect names a ``then`` event, that event is decided next with the result of
@@ -89,6 +90,15 @@ Effect = Write | Reply | SetTimer | CancelTimer
 class CoordinatorLog(Protocol):
     """What the runtime needs of the coordinator's internal topic."""
 
+    @property
+    def exists(self) -> bool: ...
+
+    @property
+    def partition_count(self) -> int: ...
+
+    def read(self, partition: int) -> Iterable[object]:
+        """Every record of one partition, in offset order (``internal_topics.StoredRecord``)."""
+
     def partition_for(self, key: str) -> int: ...
 
     def append(
@@ -120,6 +130,17 @@ class CoordinatorRuntime:
         self._timers: dict[Hashable, asyncio.TimerHandle] = {}
         self._waiters: dict[int, Callable[[object], None]] = {}
         self._ids = itertools.count(1)
+
+    # ---- loading -----------------------------------------------------------------------------------
+
+    def load(self, replay: Callable[[int, Iterable[object]], None]) -> None:
+        """Read the coordinator log back, partition by partition, through ``replay`` (the coordinator's
+        own reading of its records), as Kafka loads a coordinator's partitions when it becomes their
+        leader."""
+        if not self._log.exists:
+            return
+        for partition in range(self._log.partition_count):
+            replay(partition, self._log.read(partition))
 
     # ---- requests ------------------------------------------------------------------------------
 

@@ -110,10 +110,7 @@ class GroupCoordinator:
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        offsets_topic = self._host.consumer_offsets
-        if offsets_topic.exists:
-            for partition in range(offsets_topic.partition_count):
-                load_partition(self.state, partition, offsets_topic.read(partition))
+        self.runtime.load(lambda partition, records: load_partition(self.state, partition, records))
         ctx = self._context()
         self.runtime.carry_out(classic_rules.reloaded_sessions(self.state))
         self.runtime.carry_out(kip848_effects.reloaded_sessions(self.state, ctx))

@@ -76,10 +76,7 @@ class TransactionCoordinator:
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        topic = self._host.transaction_state
-        if topic.exists:
-            for partition in range(topic.partition_count):
-                self._load_partition(partition)
+        self.runtime.load(self._load_partition)
         self.runtime.submit(FinishPrepared())
         self._task = asyncio.create_task(self._abort_timed_out_loop())
 
@@ -89,9 +86,9 @@ class TransactionCoordinator:
             await asyncio.gather(self._task, return_exceptions=True)
         self.runtime.stop()
 
-    def _load_partition(self, partition: int) -> None:
+    def _load_partition(self, partition: int, stored_records) -> None:
         try:
-            for stored in self._host.transaction_state.read(partition):
+            for stored in stored_records:
                 if stored.key is None or stored.control is not None:
                     continue
                 try:

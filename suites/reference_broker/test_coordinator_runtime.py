@@ -21,9 +21,21 @@ from kconform.reference_broker.coordinator_runtime import (
 
 
 class Log:
-    def __init__(self, fail_with: int | None = None) -> None:
+    def __init__(self, fail_with: int | None = None, stored: dict[int, list] | None = None) -> None:
         self.appended: list[tuple[int, tuple]] = []
         self.fail_with = fail_with
+        self.stored = stored
+
+    @property
+    def exists(self) -> bool:
+        return self.stored is not None
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.stored)
+
+    def read(self, partition: int) -> list:
+        return self.stored[partition]
 
     def partition_for(self, key: str) -> int:
         return len(key)
@@ -140,3 +152,13 @@ def test_a_parked_request_is_answered_by_a_timer_and_setting_a_key_again_replace
         return answer
 
     assert asyncio.run(scenario()) == "second"
+
+
+def test_load_replays_every_partition_of_the_log_in_order_and_nothing_when_there_is_none():
+    seen: list = []
+    replay = lambda partition, records: seen.append((partition, list(records)))  # noqa: E731
+    CoordinatorRuntime("toy", lambda event: [], Log(stored={0: ["a", "b"], 1: [], 2: ["c"]})).load(replay)
+    assert seen == [(0, ["a", "b"]), (1, []), (2, ["c"])]
+    seen.clear()
+    CoordinatorRuntime("toy", lambda event: [], Log()).load(replay)
+    assert seen == []
