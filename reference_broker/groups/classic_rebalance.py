@@ -13,7 +13,6 @@ from kconform.codecs.errors import Errors
 from ..coordinator_runtime import CancelTimer, Effect, Reply, SetTimer, Write
 from .classic_group import ClassicGroup, ClassicMember, GroupState
 from .classic_log_records import encode_group_metadata_key, encode_group_metadata_value
-from .errors import GroupError
 from .events import (
     GroupContext,
     GroupsState,
@@ -31,7 +30,6 @@ __all__ = [
     "SyncOutcome",
     "answer_join",
     "answer_sync",
-    "classic_group",
     "complete_join",
     "join_answer",
     "pending_key",
@@ -85,16 +83,6 @@ def sync_key(group_id: str) -> tuple:
 
 def pending_key(group_id: str, member_id: str) -> tuple:
     return ("pending", group_id, member_id)
-
-
-def classic_group(state: GroupsState, group_id: str) -> ClassicGroup | None:
-    """The classic group of that id, None if there is none; a KIP-848 group of that id is an error."""
-    group = state.groups.get(group_id)
-    if group is None:
-        return None
-    if not isinstance(group, ClassicGroup):
-        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"group {group_id} is not a classic group")
-    return group
 
 
 def session_timer(group: ClassicGroup, member: ClassicMember, timeout_ms: int | None = None) -> SetTimer:

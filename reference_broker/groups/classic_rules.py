@@ -22,7 +22,6 @@ from .classic_rebalance import (
     SyncOutcome,
     answer_join,
     answer_sync,
-    classic_group,
     join_answer,
     pending_key,
     persist_group,
@@ -206,24 +205,39 @@ def _join_known_member(
 # ---- SyncGroup -----------------------------------------------------------------------------------------
 
 
+def _live_group(state: GroupsState, group_id: str) -> ClassicGroup:
+    """The classic group a SyncGroup, Heartbeat or LeaveGroup names; raises GroupError with the code to
+    answer when there is none (or a KIP-848 group has that id) or it is Dead."""
+    group = state.groups.get(group_id)
+    if group is None:
+        raise GroupError(Errors.UNKNOWN_MEMBER_ID)
+    if not isinstance(group, ClassicGroup):
+        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"group {group_id} is not a classic group")
+    if group.is_in(GroupState.DEAD):
+        raise GroupError(Errors.COORDINATOR_NOT_AVAILABLE)
+    return group
+
+
+def _generation_member(
+    state: GroupsState, event: SyncGroup | ClassicHeartbeat, operation: str
+) -> ClassicGroup:
+    """Kafka's checks before a SyncGroup or Heartbeat: a live group, a known member (a static one by its
+    instance id first), of the group's current generation. Raises GroupError with the code to answer."""
+    group = _live_group(state, event.group_id)
+    group.validate_member(event.member_id, event.instance_id, operation)
+    if event.generation != group.generation:
+        raise GroupError(Errors.ILLEGAL_GENERATION)
+    return group
+
+
 def _sync_group(state: GroupsState, event: SyncGroup, ctx: GroupContext) -> list[Effect]:
     def answer(code: int) -> list[Effect]:
         return [Reply(event.waiter, SyncOutcome(code))]
 
     try:
-        group = classic_group(state, event.group_id)
+        group = _generation_member(state, event, "SyncGroup")
     except GroupError as exc:
         return answer(exc.code)
-    if group is None:
-        return answer(Errors.UNKNOWN_MEMBER_ID)
-    if group.is_in(GroupState.DEAD):
-        return answer(Errors.COORDINATOR_NOT_AVAILABLE)
-    try:
-        group.validate_member(event.member_id, event.instance_id, "SyncGroup")
-    except GroupError as exc:
-        return answer(exc.code)
-    if event.generation != group.generation:
-        return answer(Errors.ILLEGAL_GENERATION)
     if (event.protocol_type is not None and event.protocol_type != group.protocol_type) or (
         event.protocol_name is not None and event.protocol_name != group.protocol
     ):
@@ -281,19 +295,9 @@ def _heartbeat(state: GroupsState, event: ClassicHeartbeat, ctx: GroupContext) -
         return [*effects, Reply(event.waiter, code)]
 
     try:
-        group = classic_group(state, event.group_id)
+        group = _generation_member(state, event, "Heartbeat")
     except GroupError as exc:
         return answer(exc.code)
-    if group is None:
-        return answer(Errors.UNKNOWN_MEMBER_ID)
-    if group.is_in(GroupState.DEAD):
-        return answer(Errors.COORDINATOR_NOT_AVAILABLE)
-    try:
-        group.validate_member(event.member_id, event.instance_id, "Heartbeat")
-    except GroupError as exc:
-        return answer(exc.code)
-    if event.generation != group.generation:
-        return answer(Errors.ILLEGAL_GENERATION)
     if group.is_in(GroupState.EMPTY):
         return answer(Errors.UNKNOWN_MEMBER_ID)
     session = session_timer(group, group.members[event.member_id])
@@ -305,13 +309,9 @@ def _heartbeat(state: GroupsState, event: ClassicHeartbeat, ctx: GroupContext) -
 def _leave_group(state: GroupsState, event: LeaveGroup, ctx: GroupContext) -> list[Effect]:
     """Answers (top-level error, one error per leaving member)."""
     try:
-        group = classic_group(state, event.group_id)
+        group = _live_group(state, event.group_id)
     except GroupError as exc:
         return [Reply(event.waiter, (exc.code, []))]
-    if group is None:
-        return [Reply(event.waiter, (Errors.UNKNOWN_MEMBER_ID, []))]
-    if group.is_in(GroupState.DEAD):
-        return [Reply(event.waiter, (Errors.COORDINATOR_NOT_AVAILABLE, []))]
     out: list[Effect] = []
     results = []
     for member_id, instance_id in event.leaving:
