@@ -118,9 +118,9 @@ def _list_kafka_versions(ctx: click.Context) -> None:
     """One line per release: its version, the APIs it advertises, and how many of them we serve."""
     from kconform.codecs.releases import kafka_releases, newest_covered_release
 
-    from .handlers import registered_handlers
+    from .forwarding import broker_handlers
 
-    implemented = registered_handlers()
+    implemented = broker_handlers()
     default = newest_covered_release()
     for release in kafka_releases():
         ours = sum(1 for key in release.advertised if key in implemented)

@@ -23,7 +23,7 @@ from kconform.codecs.releases import KafkaRelease
 from .handlers import registered_handlers
 from .handlers.api_versions import unsupported_version_response
 
-__all__ = ["Dispatcher", "RequestContext", "CloseConnection"]
+__all__ = ["Dispatcher", "RequestContext", "CloseConnection", "whole_frame"]
 
 log = logging.getLogger(__name__)
 API_VERSIONS = 18
@@ -42,13 +42,21 @@ class RequestContext:
     client_id: str | None
     peer: str
     connection_id: int
+    frame: bytes | memoryview = b""  # the whole request, header included (what a broker forwards)
 
 
 class Dispatcher:
-    def __init__(self, broker, release: KafkaRelease) -> None:
+    """``release`` None serves every version of every handler given (the controller listener, whose
+    APIs no release's broker rows list)."""
+
+    def __init__(self, broker, release: KafkaRelease | None, handlers: dict | None = None) -> None:
         self.broker = broker
-        self.handlers = registered_handlers()
-        self._advertised, self._served, self.shortfalls = release_versions(release, self.handlers)
+        self.handlers = registered_handlers() if handlers is None else dict(handlers)
+        if release is None:
+            self._served = {k: (h.min_version, h.max_version) for k, h in self.handlers.items()}
+            self._advertised, self.shortfalls = dict(self._served), []
+        else:
+            self._advertised, self._served, self.shortfalls = release_versions(release, self.handlers)
         for shortfall in self.shortfalls:
             log.warning("Kafka %s emulation: %s", release, shortfall)
 
@@ -94,7 +102,7 @@ class Dispatcher:
             extra = len(buf) - end
             log.debug("%s v%s from %s: %d bytes after the body ignored", schema.name, version, peer, extra)
         ctx = RequestContext(
-            header, api_key, version, header.correlation_id, header.client_id, peer, connection_id
+            header, api_key, version, header.correlation_id, header.client_id, peer, connection_id, frame
         )
         log.debug("%s v%s from %s (connection %d)", schema.name, version, peer, connection_id)
         try:
@@ -112,6 +120,21 @@ class Dispatcher:
         except CodecError:
             log.exception("%s v%s response to %s cannot be encoded", schema.name, version, peer)
             raise CloseConnection from None
+
+
+def whole_frame(answer) -> bytes | None:
+    """A ``Dispatcher.handle`` answer as one byte string (file regions read in), for a response that
+    travels inside another (Envelope)."""
+    if answer is None:
+        return None
+    buffer, splices, _size = answer
+    out, pos = bytearray(), 0
+    for at, region in splices:
+        out += buffer[pos:at]
+        out += region.read()
+        pos = at
+    out += buffer[pos:]
+    return bytes(out)
 
 
 def release_versions(

@@ -1,40 +1,69 @@
-"""One reference broker node: configuration, topics, partition logs, the network server and the
-background work (retention, flushing), wired together. Handlers reach everything through this object.
+"""One reference broker node: configuration, the cluster metadata it follows, partition replicas, the
+network server and the background work (retention, flushing, replication), wired together. Handlers
+reach everything through this object.
+
+The node follows the cluster's metadata image (``cluster_metadata``): in combined mode
+(``process.roles=broker,controller``, the single node) the controller runs in this process and the
+node shares its image; otherwise the node replicates ``__cluster_metadata`` from the controller at
+``controller.quorum.bootstrap.servers`` (``metadata_follower``). Either way it registers and
+heartbeats (``broker_lifecycle``) and its replicas follow every change (``replication.manager``).
 
 On disk, under the first of ``log.dirs``: Kafka's ``meta.properties`` (cluster id, node id), one
-``<topic>-<partition>`` directory per partition (see ``storage``), and ``kconform-metadata.json``, the
-topic registry (Kafka keeps that in its KRaft metadata log)."""
+``<topic>-<partition>`` directory per partition replica (see ``storage``) and
+``__cluster_metadata-0``, the metadata log (the controller's own, or this broker's copy)."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import shutil
-import uuid
 from pathlib import Path
 
 from kconform.codecs.releases import KafkaRelease, newest_covered_release
 
+from .broker_lifecycle import BrokerLifecycle
 from .clock import Clock, SystemClock
+from .cluster_metadata import ClusterImage, ImageChange, MetadataLog, TopicInfo
 from .config import BrokerConfig, TopicConfig, create_topics_config_error
+from .controller.node import ControllerNode
 from .dispatch import Dispatcher
 from .fetch_sessions import FetchSessionCache
+from .forwarding import broker_handlers
 from .groups import GroupCoordinator
+from .interbroker import NodeChannel
 from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
+from .legacy_topics import import_legacy_topics
+from .meta_properties import load_or_create, read_cluster_id
+from .metadata_follower import MetadataFollower, discover_cluster_id
 from .partition import Partition
 from .planted import install as install_planted_bugs
-from .producer_ids import ProducerIdAllocator
+from .producer_ids import ProducerIdBlocks
 from .purgatory import Purgatory
+from .replication.manager import ReplicaManager
 from .server import BrokerServer
 from .storage import LogConfig, PartitionLog
-from .topics import TopicRegistry, TopicState
 from .transactions import TransactionCoordinator
 
-__all__ = ["BrokerNode"]
+__all__ = ["BrokerNode", "controller_address"]
 
 log = logging.getLogger(__name__)
 _TICK_S = 1.0
+LISTENER = "PLAINTEXT"
+ALLOCATE_PRODUCER_IDS = 67
+_REGISTRATION_TIMEOUT_S = 60.0  # initial.broker.registration.timeout.ms
+
+
+def controller_address(config: BrokerConfig) -> tuple[str, int] | None:
+    """The controller from ``controller.quorum.bootstrap.servers`` (HOST:PORT) or
+    ``controller.quorum.voters`` (ID@HOST:PORT); the first one given."""
+    for item in list(config["controller.quorum.bootstrap.servers"]) + list(
+        config["controller.quorum.voters"]
+    ):
+        address = item.split("@", 1)[-1].strip()
+        host, sep, port = address.rpartition(":")
+        if sep and port.isdigit():
+            return host or "localhost", int(port)
+    return None
 
 
 class BrokerNode:
@@ -54,17 +83,35 @@ class BrokerNode:
         self.node_id = int(config["node.id"])
         self.data_dir = Path(config.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_or_create_meta()
-        self.topics = TopicRegistry(self.data_dir / "kconform-metadata.json")
-        self.producer_ids = ProducerIdAllocator(self.data_dir / "kconform-producer-ids")
-        self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = Purgatory()
+        self.controller_node: ControllerNode | None = None
+        self._controller_channel: NodeChannel | None = None
+        if "controller" in config["process.roles"]:
+            self.cluster_id = load_or_create(self.data_dir, self.node_id)
+            self.controller_node = ControllerNode(
+                config, clock=self.clock, purgatory=self.purgatory, cluster_id=self.cluster_id
+            )
+            self.metadata = self.controller_node.controller.metadata
+        else:
+            address = controller_address(config)
+            if address is None:
+                raise ValueError(
+                    "a broker without the controller role needs controller.quorum.bootstrap.servers "
+                    "(HOST:PORT of the controller)"
+                )
+            self._controller_channel = NodeChannel(address, client_id=f"broker-{self.node_id}")
+            self.cluster_id = read_cluster_id(self.data_dir)
+            self.metadata = MetadataLog.open(self.data_dir, clock=self.clock.now_ms)
+        self.metadata.listeners.append(self._metadata_changed)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.replication = ReplicaManager(self, listener_name=LISTENER)
+        self.producer_ids = ProducerIdBlocks(self._producer_id_block)
         self.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
         self.consumer_offsets = InternalTopic(self, CONSUMER_OFFSETS)
         self.transaction_state = InternalTopic(self, TRANSACTION_STATE)
         self.group_coordinator = GroupCoordinator(self)
         self.transaction_coordinator = TransactionCoordinator(self)
-        self.dispatcher = Dispatcher(self, self.kafka_release)
+        self.dispatcher = Dispatcher(self, self.kafka_release, broker_handlers())
         self.server = BrokerServer(
             self.dispatcher,
             max_request_bytes=int(config["socket.request.max.bytes"]),
@@ -73,6 +120,9 @@ class BrokerNode:
         self._advertised = advertised
         self._bound: tuple[str, int] | None = None
         self._background: list[asyncio.Task] = []
+        self.lifecycle: BrokerLifecycle | None = None
+        self._follower: MetadataFollower | None = None
+        self._started = False
 
     @classmethod
     def from_config_file(cls, path: Path | None, overrides: dict[str, str], **kwargs) -> BrokerNode:
@@ -83,28 +133,111 @@ class BrokerNode:
             log.warning("%s", config.unknown_keys_message)
         return cls(config, **kwargs)
 
+    @property
+    def topics(self) -> ClusterImage:
+        return self.metadata.image
+
+    @property
+    def image(self) -> ClusterImage:
+        return self.metadata.image
+
+    @property
+    def broker_epoch(self) -> int:
+        return -1 if self.lifecycle is None else self.lifecycle.epoch
+
+    # ---- talking to the controller ----------------------------------------------------------
+
+    async def send_to_controller(self, api_key: int, request, *, timeout_s: float):
+        if self.controller_node is not None:
+            return await self.controller_node.call(api_key, request)
+        return await self._controller_channel.send(api_key, request, timeout_s=timeout_s)
+
+    async def _producer_id_block(self) -> tuple[int, int]:
+        from .producer_ids import ProducerIdsUnavailable
+
+        timeout_s = int(self.config["request.timeout.ms"]) / 1000
+        from kconform.codecs.messages import AllocateProducerIdsRequest
+
+        request = AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch)
+        response = await self.send_to_controller(ALLOCATE_PRODUCER_IDS, request, timeout_s=timeout_s)
+        if response.error_code:
+            raise ProducerIdsUnavailable(f"AllocateProducerIds: error {response.error_code}")
+        return response.producer_id_start, response.producer_id_len
+
     # ---- lifecycle ------------------------------------------------------------------------------
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        for topic in self.topics:
-            self._open_partitions(topic)
+        """Listen, register with the controller, catch up with the metadata, take up every replica,
+        load the coordinators and wait to be unfenced; returns the bound address."""
+        request_timeout_s = int(self.config["request.timeout.ms"]) / 1000
+        if self.controller_node is not None:
+            await self.controller_node.start()
+        self._bound = await self.server.start(host, port)
+        if self.cluster_id is None:
+            self.cluster_id = await discover_cluster_id(self._controller_channel, _REGISTRATION_TIMEOUT_S)
+            load_or_create(self.data_dir, self.node_id, self.cluster_id)
+        else:
+            load_or_create(self.data_dir, self.node_id, self.cluster_id)
+        self.lifecycle = BrokerLifecycle(
+            node_id=self.node_id,
+            cluster_id=self.cluster_id,
+            data_dir=self.data_dir,
+            rack=self.config["broker.rack"],
+            listener_name=LISTENER,
+            advertised=lambda: self.advertised_address,
+            metadata_offset=lambda: self.image.offset,
+            send=self.send_to_controller,
+            heartbeat_interval_s=int(self.config["broker.heartbeat.interval.ms"]) / 1000,
+            request_timeout_s=request_timeout_s,
+        )
+        await self.lifecycle.register(_REGISTRATION_TIMEOUT_S)
+        if self._controller_channel is not None:
+            self._follower = MetadataFollower(self.metadata, self._controller_channel, self.node_id)
+            self._follower.start()
+        self.lifecycle.start()
+        await self.lifecycle.wait_until(lambda: self.lifecycle.caught_up, _REGISTRATION_TIMEOUT_S)
+        self.replication.apply_all()
+        self.replication.start()
+        self._started = True
+        self.lifecycle.ready_to_unfence = True
+        if not await self.lifecycle.wait_until(lambda: not self.lifecycle.fenced, _REGISTRATION_TIMEOUT_S):
+            raise RuntimeError(f"broker {self.node_id} was not unfenced by the controller")
+        if self.controller_node is not None:
+            import_legacy_topics(self.data_dir, self.controller_node.controller)
+        await self.producer_ids.start()
         # Coordinator state is read back from the internal topics before the first request.
         await self.group_coordinator.start()
         await self.transaction_coordinator.start()
-        self._bound = await self.server.start(host, port)
         self._background.append(asyncio.create_task(self._housekeeping()))
         return self._bound
 
     async def stop(self) -> None:
+        """A clean stop: a controlled shutdown first (leaderships move away) when other brokers can
+        take them, then everything closes and the clean-shutdown marker is written."""
+        if self.lifecycle is not None and self._started and self.controller_node is None:
+            await self.lifecycle.controlled_shutdown(int(self.config["request.timeout.ms"]) / 1000)
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.transaction_coordinator.stop()
         await self.group_coordinator.stop()
         await self.server.stop()
+        await self.replication.stop()
+        if self._follower is not None:
+            await self._follower.stop()
+        if self.lifecycle is not None:
+            await self.lifecycle.stop()
+        self.producer_ids.stop()
         for partition in self.partitions.values():
             partition.log.close()
         self.partitions.clear()
+        if self.lifecycle is not None:
+            self.lifecycle.write_clean_shutdown()
+        if self.controller_node is not None:
+            await self.controller_node.stop()
+        else:
+            self.metadata.close()
+            self._controller_channel.close()
 
     async def _housekeeping(self) -> None:
         """Retention every log.retention.check.interval.ms; flush.ms and delayed file deletes every tick."""
@@ -116,7 +249,7 @@ class BrokerNode:
                 try:
                     partition.log.flush_if_due()
                     partition.log.delete_expired_files()
-                    if self.clock.monotonic() >= next_retention:
+                    if self.clock.monotonic() >= next_retention and partition.is_leader:
                         if partition.log.apply_retention():
                             self.purgatory.notify(partition.watch_key)
                 except Exception:  # one partition's disk trouble must not stop the others' upkeep
@@ -129,26 +262,6 @@ class BrokerNode:
 
     # ---- identity -------------------------------------------------------------------------------
 
-    def _load_or_create_meta(self) -> str:
-        """Kafka's ``meta.properties``: the cluster id survives restarts."""
-        path = self.data_dir / "meta.properties"
-        if path.exists():
-            from .config import load_properties
-
-            props = load_properties(path)
-            if "node.id" in props and int(props["node.id"]) != self.node_id:
-                raise RuntimeError(
-                    f"{path} belongs to node {props['node.id']}, not {self.node_id}: use that node id or "
-                    "another data directory"
-                )
-            return props["cluster.id"]
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        directory_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        path.write_text(
-            f"#\nversion=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\ndirectory.id={directory_id}\n"
-        )
-        return cluster_id
-
     @property
     def advertised_address(self) -> tuple[str, int]:
         if self._advertised:
@@ -158,7 +271,7 @@ class BrokerNode:
 
     @property
     def live_broker_ids(self) -> list[int]:
-        return [self.node_id]
+        return [b.broker_id for b in self.image.usable_brokers()]
 
     # ---- topic settings ---------------------------------------------------------------------------
 
@@ -186,66 +299,129 @@ class BrokerNode:
         return TopicConfig.for_create_topics(self.config, overrides)
 
     def assign_replicas(self, partitions: int, factor: int, *, start: int = 0) -> list[list[int]]:
-        brokers = self.live_broker_ids
-        return [[brokers[(start + p + r) % len(brokers)] for r in range(factor)] for p in range(partitions)]
+        from .controller.placement import place_replicas
 
-    # ---- topics and partitions --------------------------------------------------------------------
+        return place_replicas(self.image.usable_brokers(), partitions, factor, start=start)
 
-    def _open_partitions(self, topic: TopicState) -> None:
+    # ---- replicas (the replica manager's host) ----------------------------------------------------
+
+    def open_partition(self, topic: TopicInfo, index: int) -> Partition:
+        key = (topic.name, index)
+        partition = self.partitions.get(key)
+        if partition is not None:
+            return partition
         settings = self.topic_settings(topic.configs)
-        log_config = LogConfig.from_topic_configs(settings)
-        for state in topic.partitions:
-            key = (topic.name, state.index)
-            if key in self.partitions:
-                continue
-            partition_log = PartitionLog.open(
-                self.data_dir / f"{topic.name}-{state.index}",
-                log_config,
-                clock=self.clock.now_ms,
-                topic_id=topic.topic_id,
+        partition_log = PartitionLog.open(
+            self.data_dir / f"{topic.name}-{index}",
+            LogConfig.from_topic_configs(settings),
+            clock=self.clock.now_ms,
+            topic_id=topic.topic_id,
+        )
+        if partition_log.recovered_bytes_truncated:
+            log.warning(
+                "recovery of %s-%s truncated %d bytes of torn or corrupt batches; the log now ends at %d",
+                topic.name,
+                index,
+                partition_log.recovered_bytes_truncated,
+                partition_log.log_end_offset,
             )
-            if partition_log.recovered_bytes_truncated:
-                log.warning(
-                    "recovery of %s-%s truncated %d bytes of torn or corrupt batches; the log now ends at "
-                    "offset %d",
-                    topic.name,
-                    state.index,
-                    partition_log.recovered_bytes_truncated,
-                    partition_log.log_end_offset,
-                )
-            self.partitions[key] = Partition(self, topic.name, state.index, partition_log, settings)
+        partition = self.partitions[key] = Partition(self, topic.name, index, partition_log, settings)
+        return partition
 
-    def create_topic(self, name: str, replicas: list[list[int]], configs: dict[str, str]) -> TopicState:
-        topic = self.topics.create(name, len(replicas), replicas, configs)
-        self._open_partitions(topic)
-        return topic
+    def drop_partition(self, name: str, index: int) -> None:
+        """This broker holds no replica of the partition any more (topic deleted, or reassigned)."""
+        partition = self.partitions.pop((name, index), None)
+        if partition is not None:
+            partition.log.close()
+            self.purgatory.notify(partition.watch_key)
+        shutil.rmtree(self.data_dir / f"{name}-{index}", ignore_errors=True)
 
-    def auto_create_topic(self, name: str) -> TopicState:
-        factor = min(self.default_replication_factor, len(self.live_broker_ids))
-        return self.create_topic(name, self.assign_replicas(self.default_partitions, factor), {})
+    def _metadata_changed(self, change: ImageChange) -> None:
+        if not self._started:
+            return  # start() takes up every replica at once when the metadata has caught up
+        for resource_type, name in change.configs:
+            if resource_type == 2:
+                self._configure_topic(name)
+        self.replication.apply(change)
 
-    def add_partitions(self, name: str, replicas: list[list[int]]) -> TopicState:
-        topic = self.topics.add_partitions(name, replicas)
-        self._open_partitions(topic)
-        return topic
-
-    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Replace a topic's stored config overrides and apply them to its open partitions."""
-        self.topics.set_configs(name, configs)
-        settings = self.topic_settings(configs)
-        for (topic_name, _index), partition in self.partitions.items():
-            if topic_name == name:
+    def _configure_topic(self, name: str) -> None:
+        topic = self.image.get(name)
+        if topic is None:
+            return
+        settings = self.topic_settings(topic.configs)
+        for state in topic.partitions:
+            partition = self.partitions.get((name, state.index))
+            if partition is not None:
                 partition.configure(settings)
                 partition.log.update_config(LogConfig.from_topic_configs(settings))
 
+    # ---- topic changes (the controller's) ---------------------------------------------------------
+
+    def _controller(self):
+        if self.controller_node is None:
+            return None
+        return self.controller_node.controller
+
+    def create_topic(self, name: str, replicas: list[list[int]], configs: dict[str, str]) -> TopicInfo | None:
+        """Create a topic (internal topics, auto-creation). A broker without the controller asks the
+        controller and returns None: the topic appears when its metadata arrives."""
+        controller = self._controller()
+        if controller is not None:
+            return controller.create_topic(name, replicas, configs)
+        self._ask_controller_to_create(name, replicas, configs)
+        return None
+
+    def auto_create_topic(self, name: str) -> TopicInfo | None:
+        factor = min(self.default_replication_factor, len(self.live_broker_ids))
+        return self.create_topic(name, self.assign_replicas(self.default_partitions, factor), {})
+
+    def _ask_controller_to_create(
+        self, name: str, replicas: list[list[int]], configs: dict[str, str]
+    ) -> None:
+        from kconform.codecs.messages import CreateTopicsRequest
+
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name=name,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    assignments=[
+                        CreateTopicsRequest.CreatableReplicaAssignment(partition_index=i, broker_ids=list(r))
+                        for i, r in enumerate(replicas)
+                    ],
+                    configs=[
+                        CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                    ],
+                )
+            ],
+            timeout_ms=int(self.config["request.timeout.ms"]),
+            validate_only=False,
+        )
+
+        async def send() -> None:
+            try:
+                await self.send_to_controller(
+                    19, request, timeout_s=int(self.config["request.timeout.ms"]) / 1000
+                )
+            except ConnectionError as exc:
+                log.info("asking the controller to create %s failed: %s", name, exc)
+
+        self._background.append(asyncio.get_running_loop().create_task(send()))
+
+    def add_partitions(self, name: str, replicas: list[list[int]]) -> TopicInfo:
+        return self._controller().add_partitions(name, replicas)
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a topic's config overrides (through the controller; every replica reconfigures
+        when the records arrive)."""
+        controller = self._controller()
+        if controller is None:
+            raise RuntimeError("altering topic configs needs the controller role on this node")
+        controller.alter_topic_configs(name, configs)
+
     def delete_topic(self, name: str) -> None:
-        topic = self.topics.delete(name)
-        for state in topic.partitions:
-            partition = self.partitions.pop((name, state.index), None)
-            if partition is not None:
-                partition.log.close()
-                self.purgatory.notify(partition.watch_key)
-            shutil.rmtree(self.data_dir / f"{name}-{state.index}", ignore_errors=True)
+        self._controller().delete_topic(name)
 
     def partition(self, topic_name: str, index: int) -> Partition | None:
         return self.partitions.get((topic_name, index))

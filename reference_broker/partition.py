@@ -1,13 +1,15 @@
-"""One partition as its leader sees it: validated appends with idempotence checks, reads capped at
-the high watermark or last stable offset, offsets by timestamp, and waiting for replication.
+"""One partition replica on this broker: as leader, validated appends with idempotence checks, reads
+capped at the high watermark or last stable offset, offsets by timestamp, follower fetches that move
+the high watermark and the ISR, and waiting for replication; as follower, appends of what it fetched
+from the leader and truncation where its log diverged.
 
 The on-disk log is ``storage.PartitionLog``; batch validation is ``validation``; the producer
-sequence rules are ``storage`` producer state. This class ties them together and owns the leader's
-view of the high watermark. On a single node the in-sync replica set is the leader alone, so the high
-watermark follows the log end offset; replication moves it by the followers' fetch offsets.
+sequence rules are ``storage`` producer state; the role, the followers' progress and the ISR changes
+asked for are ``replication.Leadership``. The high watermark is the smallest log end offset of the
+maximal ISR (``replication.follower_progress``); with no other replica it is the log end offset.
 
-A partition reaches its node only through ``PartitionHost``: the clock, the purgatory and its own
-leader state."""
+A partition reaches its node only through ``PartitionHost``: the clock, the purgatory, the image
+registration and the replication settings and controls."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from kconform.codecs.errors import Errors
 
 from .clock import Clock
 from .purgatory import Purgatory
-from .topics import PartitionState, TopicState
+from .replication.follower_progress import high_watermark as next_high_watermark
+from .replication.leadership import IsrProposal, Leadership
 
 if TYPE_CHECKING:
     from .storage import FileRegion, PartitionLog
@@ -37,8 +40,24 @@ __all__ = [
 
 
 class TopicLookup(Protocol):
-    def get(self, name: str) -> TopicState | None:
-        """The topic named ``name``, if the node knows it."""
+    def get(self, name: str):
+        """The topic named ``name`` (with its ``partitions`` registrations), if the node knows it."""
+
+
+class ReplicationControl(Protocol):
+    """The node's replication settings and the controller link a leader uses."""
+
+    lag_ms: int  # replica.lag.time.max.ms
+
+    def isr_eligible(self, broker_id: int, broker_epoch: int = -1) -> bool:
+        """Registered, unfenced, not shutting down (and at that epoch, when one is given)."""
+
+    def alive_broker_epoch(self, broker_id: int) -> int:
+        """The broker's registered epoch if it is unfenced, else -1."""
+
+    def propose_isr(self, partition: Partition, proposal: IsrProposal) -> None:
+        """Send an AlterPartition for the partition's proposed ISR; its answer comes back through
+        ``Partition.isr_committed`` or ``isr_refused``."""
 
 
 class PartitionHost(Protocol):
@@ -59,6 +78,12 @@ class PartitionHost(Protocol):
 
     @property
     def topics(self) -> TopicLookup: ...
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def replication(self) -> ReplicationControl: ...
 
 
 class PartitionError(Exception):
@@ -138,24 +163,19 @@ class Partition:
         self.index = index
         self.log = log
         self.watch_key = (topic_name, index)
+        self.leadership = Leadership(host.node_id)
         self.configure(settings)
-        # Becoming leader (Kafka's makeLeader): with no other in-sync replica everything in the log is
-        # replicated, so the high watermark moves to the log end, which after an unclean restart can be
-        # past the last high watermark checkpoint. The new leader epoch starts at the log end offset.
-        latest = self.log.latest_epoch
-        if latest is None or latest < self.leader_epoch:
-            self.log.assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
-        self._advance_high_watermark()
 
     def configure(self, settings: Mapping[str, str]) -> None:
         self.settings = dict(settings)
         self.validation = validation_config(settings)
         self.min_insync_replicas = int(settings.get("min.insync.replicas", "1"))
 
-    # ---- leader state ------------------------------------------------------------------------
+    # ---- role and leader state ---------------------------------------------------------------
 
     @property
-    def state(self) -> PartitionState:
+    def state(self):
+        """The partition's registration in the node's metadata image."""
         topic = self._host.topics.get(self.topic_name)
         if topic is None:  # deleted while a request still held the partition
             raise LookupError(f"topic {self.topic_name} is no longer on this node")
@@ -163,7 +183,78 @@ class Partition:
 
     @property
     def leader_epoch(self) -> int:
-        return self.state.leader_epoch
+        return self.leadership.leader_epoch
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leadership.is_leader
+
+    @property
+    def replication(self) -> ReplicationControl:
+        return self._host.replication
+
+    def apply_registration(self, info) -> bool:
+        """Follow the image's registration (Kafka's makeLeader / makeFollower). True when the role or
+        leader epoch changed. A new leader's epoch starts at its log end offset; its high watermark
+        then moves only as its ISR's log end offsets allow (at once when it is the only replica)."""
+        changed = self.leadership.apply(
+            info, log_end_offset=self.log.log_end_offset, now_ms=self._host.clock.now_ms()
+        )
+        if changed and self.leadership.is_leader:
+            latest = self.log.latest_epoch
+            if latest is None or latest < self.leader_epoch:
+                self.log.assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
+        if self.leadership.is_leader:
+            self._advance_high_watermark()
+        else:
+            self._host.purgatory.notify(self.watch_key)  # waiting acks=all produces learn of it
+        return changed
+
+    def replica_progressed(self) -> None:
+        """A follower's log or high watermark moved: wake whoever waits on this partition."""
+        self._host.purgatory.notify(self.watch_key)
+
+    def check_leader(self) -> None:
+        if not self.leadership.is_leader:
+            raise PartitionError(Errors.NOT_LEADER_OR_FOLLOWER)
+
+    def isr_committed(self, isr, leader_epoch: int, partition_epoch: int) -> None:
+        self.leadership.committed(tuple(isr), leader_epoch, partition_epoch)
+        self._advance_high_watermark()
+
+    def isr_refused(self) -> None:
+        self.leadership.refused()
+        self._advance_high_watermark()
+
+    def record_follower_fetch(
+        self, replica_id: int, replica_epoch: int, fetch_offset: int, log_start_offset: int
+    ) -> None:
+        """A follower fetched from ``fetch_offset`` (its log end): its progress, an ISR expansion when
+        it has caught up (``maybeExpandIsr``), and the high watermark that follows."""
+        replication = self._host.replication
+        proposal = self.leadership.follower_fetched(
+            replica_id,
+            fetch_offset=fetch_offset,
+            log_start_offset=log_start_offset,
+            leader_end_offset=self.log.log_end_offset,
+            high_watermark=self.high_watermark,
+            now_ms=self._host.clock.now_ms(),
+            broker_epoch=replica_epoch,
+            isr_eligible=replication.isr_eligible(replica_id, replica_epoch),
+        )
+        if proposal is not None:
+            replication.propose_isr(self, proposal)
+        self._advance_high_watermark()
+
+    def maybe_shrink_isr(self) -> None:
+        """Drop followers that have not caught up for replica.lag.time.max.ms (``maybeShrinkIsr``)."""
+        proposal = self.leadership.shrink(
+            leader_end_offset=self.log.log_end_offset,
+            now_ms=self._host.clock.now_ms(),
+            lag_ms=self._host.replication.lag_ms,
+        )
+        if proposal is not None:
+            self._host.replication.propose_isr(self, proposal)
 
     @property
     def high_watermark(self) -> int:
@@ -183,18 +274,31 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
-    def under_min_isr(self) -> bool:
+    def _effective_min_isr(self) -> int:
         """Kafka's ``Partition.effectiveMinIsr`` (KAFKA-15583): min.insync.replicas counts only up to
         the number of replicas, so a topic with fewer replicas than that is not refused acks=all."""
-        state = self.state
-        return len(state.isr) < min(self.min_insync_replicas, len(state.replicas))
+        return min(self.min_insync_replicas, len(self.leadership.replicas))
+
+    def under_min_isr(self) -> bool:
+        """The committed ISR is too small for acks=all (checked before an append)."""
+        return len(self.leadership.isr) < self._effective_min_isr()
 
     def _advance_high_watermark(self) -> None:
-        # The in-sync replica set is this leader alone until replication lands: everything written
-        # is replicated to every in-sync replica at once. Waiters are told after every append, so
-        # read_committed fetches also see the last stable offset move when a marker lands.
-        if len(self.state.isr) == 1:
-            self.log.update_high_watermark(self.log.log_end_offset)
+        # Waiters are told after every append, so read_committed fetches also see the last stable
+        # offset move when a marker lands.
+        if self.leadership.is_leader and not self.under_min_isr():
+            replication = self._host.replication
+            target = next_high_watermark(
+                self.log.high_watermark,
+                self.log.log_end_offset,
+                self.leadership.followers,
+                self.leadership.maximal_isr,
+                now_ms=self._host.clock.now_ms(),
+                lag_ms=replication.lag_ms,
+                isr_eligible=replication.isr_eligible,
+            )
+            if target > self.log.high_watermark:
+                self.log.update_high_watermark(target)
         self._host.purgatory.notify(self.watch_key)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
@@ -220,6 +324,7 @@ class Partition:
         from .storage import AppendOrigin, InvalidAppend, ProducerStateError
         from .validation import RecordsRejected, validate_produce_records
 
+        self.check_leader()
         if required_acks == -1 and self.under_min_isr():
             raise PartitionError(
                 Errors.NOT_ENOUGH_REPLICAS,
@@ -263,6 +368,7 @@ class Partition:
         epochs checked but not sequences, no produce validation. Returns the last offset written."""
         from .storage import AppendOrigin
 
+        self.check_leader()
         info = self.log.append(
             batch, leader_epoch=self.leader_epoch, assign_offsets=True, origin=AppendOrigin.COORDINATOR
         )
@@ -287,6 +393,7 @@ class Partition:
 
         from .storage import AppendOrigin, ProducerStateError
 
+        self.check_leader()
         batch = encode_end_txn_marker_batch(
             producer_id=producer_id,
             producer_epoch=producer_epoch,
@@ -308,11 +415,24 @@ class Partition:
         self.log.flush_if_due()
         return info.first_offset
 
-    async def wait_for_high_watermark(self, required_end: int, timeout_s: float) -> bool:
+    async def wait_for_replication(self, required_end: int, timeout_s: float) -> int:
+        """acks=-1 (Kafka's DelayedProduce with ``checkEnoughReplicasReachOffset``): NONE once the high
+        watermark passes the append with the maximal ISR at least min.insync.replicas;
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when it passes with fewer; NOT_LEADER_OR_FOLLOWER when this
+        broker stops leading (or starts a new leader epoch) first; REQUEST_TIMED_OUT otherwise."""
         host = self._host
-        return await host.purgatory.wait_until(
-            [self.watch_key], lambda: self.high_watermark >= required_end, timeout_s, clock=host.clock
-        )
+        epoch = self.leader_epoch
+
+        def settled() -> bool:
+            return not self.is_leader or self.leader_epoch != epoch or self.high_watermark >= required_end
+
+        if not await host.purgatory.wait_until([self.watch_key], settled, timeout_s, clock=host.clock):
+            return Errors.REQUEST_TIMED_OUT
+        if not self.is_leader or self.leader_epoch != epoch:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        if len(self.leadership.maximal_isr) < self._effective_min_isr():
+            return Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return Errors.NONE
 
     # ---- fetch ---------------------------------------------------------------------------------
 
@@ -328,6 +448,7 @@ class Partition:
         from .storage import OffsetOutOfRange
 
         self.check_leader_epoch(current_leader_epoch)
+        self.check_leader()
         limit = self.last_stable_offset if read_committed else self.high_watermark
         try:
             result = self.log.read(

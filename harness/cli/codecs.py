@@ -160,9 +160,9 @@ def releases_command(as_json: bool) -> None:
     """What each Apache Kafka release advertises, what the codecs cover and the broker serves."""
     from kconform.codecs.releases import kafka_releases, uncovered_versions
     from kconform.reference_broker.dispatch import release_versions
-    from kconform.reference_broker.handlers import registered_handlers
+    from kconform.reference_broker.forwarding import broker_handlers
 
-    handlers = registered_handlers()
+    handlers = broker_handlers()
     rows = []
     for release in kafka_releases():
         pairs = sum(hi - lo + 1 for lo, hi in release.advertised.values())

@@ -13,9 +13,9 @@ from typing import Protocol
 from uuid import UUID
 
 from ..clock import Clock
+from ..cluster_metadata import TopicInfo
 from ..coordinator_runtime import CoordinatorRuntime
 from ..internal_topics import InternalTopic
-from ..topics import TopicState
 from . import classic_rules, kip848_effects
 from .classic_rules import JoinOutcome, SyncOutcome
 from .errors import GroupError
@@ -60,7 +60,7 @@ class GroupCoordinatorHost(Protocol):
         """The coordinator log: created on first use, read back on start."""
 
     @property
-    def topics(self) -> Iterable[TopicState]:
+    def topics(self) -> Iterable[TopicInfo]:
         """The cluster's topics, for KIP-848 assignments."""
 
     def partition(self, topic_name: str, index: int) -> object | None:

@@ -44,12 +44,20 @@ _MODULES = (
 )
 
 
-def handles(api_key: int, *, min_version: int | None = None, max_version: int | None = None):
-    """Register a handler for every version the definitions give, or the sub-range named."""
+def handles(
+    api_key: int,
+    *,
+    min_version: int | None = None,
+    max_version: int | None = None,
+    registry: dict[int, Handler] | None = None,
+):
+    """Register a handler for every version the definitions give, or the sub-range named, in the
+    broker's registry or the one given (the controller listener has its own)."""
     lo, hi = api_schema(api_key).valid_versions
+    table = _HANDLERS if registry is None else registry
 
     def register(fn: HandlerFn) -> HandlerFn:
-        _HANDLERS[api_key] = Handler(
+        table[api_key] = Handler(
             api_key,
             fn,
             lo if min_version is None else max(lo, min_version),

@@ -281,13 +281,10 @@ def _fail_request(request, exc: RecordsRejected, version: int) -> ProduceRespons
 
 
 async def _await_replication(broker, waits, timeout_ms: int) -> None:
-    """acks=-1: every partition's high watermark must reach its append, within the request timeout."""
+    """acks=-1: every partition's high watermark must reach its append, within the request timeout,
+    with enough in-sync replicas (``Partition.wait_for_replication``)."""
 
     async def one(partition, required_end, response):
-        ok = await partition.wait_for_high_watermark(required_end, timeout_ms / 1000)
-        if not ok:
-            response.error_code = Errors.REQUEST_TIMED_OUT
-        elif partition.under_min_isr():
-            response.error_code = Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        response.error_code = await partition.wait_for_replication(required_end, timeout_ms / 1000)
 
     await asyncio.gather(*(one(*w) for w in waits))

@@ -31,6 +31,7 @@ from kconform.codecs.messages import (
 )
 
 from ..groups.re2 import Re2SyntaxError, compile_re2
+from ..producer_ids import ProducerIdsUnavailable
 from ..transactions.decisions import ProducerIdAndEpoch, TxnError
 from ..transactions.states import TxnState
 from . import handles
@@ -50,9 +51,13 @@ async def init_producer_id(broker, ctx, request) -> InitProducerIdResponse:
     if request.transactional_id is None:
         # Without a transactional id: a fresh producer id at epoch 0 every time (KIP-360 bumps are
         # for transactional ids only).
-        return InitProducerIdResponse(
-            error_code=Errors.NONE, producer_id=broker.producer_ids.next_id(), producer_epoch=0
-        )
+        try:
+            producer_id = broker.producer_ids.next_id()
+        except ProducerIdsUnavailable:
+            return InitProducerIdResponse(
+                error_code=Errors.COORDINATOR_LOAD_IN_PROGRESS, producer_id=-1, producer_epoch=-1
+            )
+        return InitProducerIdResponse(error_code=Errors.NONE, producer_id=producer_id, producer_epoch=0)
     expected = None
     if version >= 3 and request.producer_id != -1:
         expected = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)

@@ -36,7 +36,7 @@ class TxnLogTopic(Protocol):
 
 
 class ProducerIdSource(Protocol):
-    """``producer_ids.ProducerIdAllocator``: ids never handed out twice, across restarts too."""
+    """``producer_ids.ProducerIdBlocks``: ids never handed out twice, in the cluster and across restarts."""
 
     def next_id(self) -> int: ...
 

@@ -20,6 +20,7 @@ from kconform.codecs.messages import (
     ListOffsetsRequest,
 )
 
+from ..support.elections import bump_leader_epoch
 from ..support.error_rules_broker import (
     API_VERSIONS,
     EARLIEST,
@@ -93,7 +94,7 @@ def test_fetch_current_leader_epoch_fenced_and_unknown(tmp_path):
         topic_id = await broker.create_topic()
         await broker.produce(batch(1))
         # A leader election as the controller would make it: the partition's leader epoch moves to 3.
-        broker.node.topics.get(TOPIC).partitions[0].leader_epoch = 3
+        bump_leader_epoch(broker.node, TOPIC, 0, 3)
         return [await broker.fetch(topic_id, {0: 0}, leader_epoch=epoch) for epoch in (2, 4, 3, -1)]
 
     older, newer, same, unchecked = run(tmp_path, scenario)
@@ -292,7 +293,7 @@ def test_list_offsets_latest_carries_the_partitions_leader_epoch(tmp_path):
         await broker.create_topic()
         empty = await broker.list_offsets(LATEST)
         await broker.produce(batch(2))
-        broker.node.topics.get(TOPIC).partitions[0].leader_epoch = 3  # a leader election, no new writes
+        bump_leader_epoch(broker.node, TOPIC, 0, 3)  # a leader election, no new writes
         return empty, await broker.list_offsets(LATEST)
 
     empty, after_election = run(tmp_path, scenario)

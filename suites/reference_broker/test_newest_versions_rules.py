@@ -24,6 +24,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.reference_broker.handlers.produce import transaction_check_answer
 
+from ..support.elections import bump_leader_epoch
 from ..support.error_rules_broker import (
     FETCH,
     LIST_OFFSETS,
@@ -400,7 +401,7 @@ def test_list_offsets_v11_earliest_pending_upload_without_tiered_storage(tmp_pat
     async def scenario(broker: Broker):
         await broker.create_topic()
         await broker.produce(batch(4))
-        broker.node.topics.get(TOPIC).partitions[0].leader_epoch = 3
+        bump_leader_epoch(broker.node, TOPIC, 0, 3)
         return {
             "pending": await list_offsets(broker, 11, EARLIEST_PENDING_UPLOAD),
             "pending current epoch": await list_offsets(broker, 11, EARLIEST_PENDING_UPLOAD, epoch=3),

@@ -1,0 +1,256 @@
+"""The controller listener's APIs (Kafka's ``ControllerApis``), each a function of a ``ControllerNode``:
+BrokerRegistration, BrokerHeartbeat, AlterPartition, AllocateProducerIds, the metadata log's Fetch,
+Envelope (requests a broker forwards), ElectLeaders, DescribeCluster (KIP-919: the cluster id for a
+broker's first start), ApiVersions, and the topic operations the single node also serves
+(CreateTopics, DeleteTopics, CreatePartitions: the same handler functions).
+
+A broker in the same process (combined mode) calls these same functions without a socket."""
+
+from __future__ import annotations
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import (
+    AllocateProducerIdsResponse,
+    AlterPartitionReassignmentsResponse,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+    DescribeClusterResponse,
+    ElectLeadersResponse,
+    EnvelopeResponse,
+    FetchResponse,
+    ListPartitionReassignmentsResponse,
+)
+from kconform.codecs.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
+
+from ..dispatch import CloseConnection, whole_frame
+from ..handlers import Handler, handles
+from ..handlers import api_versions as _api_versions
+from ..handlers import topics as _topics
+from .brokers import Refused
+from .controller import METADATA_WATCH_KEY
+from .partition_change import Election
+
+__all__ = ["CONTROLLER_HANDLERS"]
+
+CONTROLLER_HANDLERS: dict[int, Handler] = {}
+_CONTROLLER_ENDPOINTS = 2
+_ELECTION_TYPES = {0: Election.PREFERRED, 1: Election.UNCLEAN}
+
+handles(18, registry=CONTROLLER_HANDLERS)(_api_versions.api_versions)
+
+
+@handles(19, registry=CONTROLLER_HANDLERS)
+async def create_topics(node, ctx, request):
+    return await _topics.create_topics(node.controller, ctx, request)
+
+
+@handles(20, registry=CONTROLLER_HANDLERS)
+async def delete_topics(node, ctx, request):
+    return await _topics.delete_topics(node.controller, ctx, request)
+
+
+@handles(37, registry=CONTROLLER_HANDLERS)
+async def create_partitions(node, ctx, request):
+    return await _topics.create_partitions(node.controller, ctx, request)
+
+
+@handles(62, registry=CONTROLLER_HANDLERS)
+async def broker_registration(node, ctx, request) -> BrokerRegistrationResponse:
+    if request.cluster_id != node.cluster_id:
+        return BrokerRegistrationResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID, broker_epoch=-1)
+    try:
+        epoch = node.controller.register_broker(request)
+    except Refused as exc:
+        return BrokerRegistrationResponse(error_code=exc.code, broker_epoch=-1)
+    return BrokerRegistrationResponse(error_code=Errors.NONE, broker_epoch=epoch)
+
+
+@handles(63, registry=CONTROLLER_HANDLERS)
+async def broker_heartbeat(node, ctx, request) -> BrokerHeartbeatResponse:
+    try:
+        answer = node.controller.heartbeat(request)
+    except Refused as exc:
+        return BrokerHeartbeatResponse(error_code=exc.code, is_caught_up=False, is_fenced=True)
+    return BrokerHeartbeatResponse(
+        error_code=Errors.NONE,
+        is_caught_up=answer.is_caught_up,
+        is_fenced=answer.is_fenced,
+        should_shut_down=answer.should_shut_down,
+    )
+
+
+@handles(56, registry=CONTROLLER_HANDLERS)
+async def alter_partition(node, ctx, request):
+    return node.controller.alter_partition(request, ctx.api_version)
+
+
+@handles(67, registry=CONTROLLER_HANDLERS)
+async def allocate_producer_ids(node, ctx, request) -> AllocateProducerIdsResponse:
+    try:
+        first, count = node.controller.allocate_producer_ids(request.broker_id, request.broker_epoch)
+    except Refused as exc:
+        return AllocateProducerIdsResponse(error_code=exc.code, producer_id_start=-1, producer_id_len=0)
+    return AllocateProducerIdsResponse(error_code=Errors.NONE, producer_id_start=first, producer_id_len=count)
+
+
+@handles(58, registry=CONTROLLER_HANDLERS)
+async def envelope(node, ctx, request) -> EnvelopeResponse:
+    """A forwarded request: handled as if its client had sent it here, its whole response frame sent
+    back (``ControllerApis.handleEnvelopeRequest``); a request that cannot be read is INVALID_REQUEST."""
+    try:
+        answer = await node.dispatcher.handle(
+            bytes(request.request_data), peer=ctx.peer, connection_id=ctx.connection_id
+        )
+    except CloseConnection:
+        return EnvelopeResponse(error_code=Errors.INVALID_REQUEST, response_data=None)
+    return EnvelopeResponse(error_code=Errors.NONE, response_data=whole_frame(answer))
+
+
+@handles(60, registry=CONTROLLER_HANDLERS)
+async def describe_cluster(node, ctx, request) -> DescribeClusterResponse:
+    if request.endpoint_type != _CONTROLLER_ENDPOINTS:
+        return DescribeClusterResponse(
+            error_code=Errors.MISMATCHED_ENDPOINT_TYPE if ctx.api_version else Errors.INVALID_REQUEST,
+            error_message="The request was sent to an endpoint of type CONTROLLER",
+        )
+    host, port = node.advertised_address
+    return DescribeClusterResponse(
+        endpoint_type=_CONTROLLER_ENDPOINTS,
+        cluster_id=node.cluster_id,
+        controller_id=node.node_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=node.node_id, host=host, port=port)],
+    )
+
+
+@handles(43, registry=CONTROLLER_HANDLERS)
+async def elect_leaders(node, ctx, request) -> ElectLeadersResponse:
+    """``ReplicationControlManager.electLeaders``: a null partition list means every partition
+    (preferred elections only); per partition UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED,
+    PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    controller = node.controller
+    kind = _ELECTION_TYPES.get(request.election_type if ctx.api_version >= 1 else 0)
+    if kind is None:
+        return ElectLeadersResponse(error_code=Errors.INVALID_REQUEST, replica_election_results=[])
+    if request.topic_partitions is None:
+        wanted = [(t.name, [p.index for p in t.partitions]) for t in controller.topics]
+    else:
+        wanted = [(t.topic, list(t.partitions)) for t in request.topic_partitions]
+    results = []
+    for name, indexes in wanted:
+        topic = controller.topics.get(name)
+        partitions = []
+        for index in indexes:
+            if topic is None or not 0 <= index < len(topic.partitions):
+                code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                code = controller.elect(topic, index, kind)
+            if request.topic_partitions is None and code == Errors.ELECTION_NOT_NEEDED:
+                continue  # an election of everything lists only what it tried
+            partitions.append(ElectLeadersResponse.PartitionResult(partition_id=index, error_code=code))
+        if partitions:
+            results.append(
+                ElectLeadersResponse.ReplicaElectionResult(topic=name, partition_result=partitions)
+            )
+    return ElectLeadersResponse(error_code=Errors.NONE, replica_election_results=results)
+
+
+@handles(1, registry=CONTROLLER_HANDLERS)
+async def metadata_fetch(node, ctx, request) -> FetchResponse:
+    """A broker following the metadata log (KRaft's observer Fetch): records from its fetch offset,
+    waiting up to max_wait_ms when there are none yet. Only ``__cluster_metadata-0`` is served."""
+    version, controller = ctx.api_version, node.controller
+    if request.cluster_id is not None and request.cluster_id != node.cluster_id:
+        return FetchResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID, responses=[])
+    wanted = [
+        (topic, p)
+        for topic in request.topics
+        for p in topic.partitions
+        if (topic.topic_id == METADATA_TOPIC_ID if version >= 13 else topic.topic == METADATA_TOPIC)
+        and p.partition == 0
+    ]
+    if not wanted:
+        return FetchResponse(error_code=Errors.INVALID_REQUEST, responses=[])
+    topic, p = wanted[0]
+    log = controller.metadata
+    if p.fetch_offset > log.end_offset:
+        data = FetchResponse.PartitionData(
+            partition_index=0, error_code=Errors.OFFSET_OUT_OF_RANGE, high_watermark=log.end_offset
+        )
+    else:
+        if p.fetch_offset == log.end_offset and request.max_wait_ms > 0:
+            await controller.purgatory.wait_until(
+                [METADATA_WATCH_KEY],
+                lambda: log.end_offset > p.fetch_offset,
+                request.max_wait_ms / 1000,
+                clock=controller.clock,
+            )
+        max_bytes = max(1, min(p.partition_max_bytes, request.max_bytes))
+        data = FetchResponse.PartitionData(
+            partition_index=0,
+            error_code=Errors.NONE,
+            high_watermark=log.end_offset,
+            last_stable_offset=log.end_offset,
+            log_start_offset=0,
+            records=log.read(p.fetch_offset, max_bytes) if p.fetch_offset < log.end_offset else b"",
+        )
+    response_topic = FetchResponse.FetchableTopicResponse(
+        topic=topic.topic if version < 13 else "", topic_id=topic.topic_id, partitions=[data]
+    )
+    return FetchResponse(error_code=Errors.NONE, session_id=0, responses=[response_topic])
+
+
+@handles(45, registry=CONTROLLER_HANDLERS)
+async def alter_partition_reassignments(node, ctx, request) -> AlterPartitionReassignmentsResponse:
+    """``ReplicationControlManager.alterPartitionReassignments``: each partition moves to its target
+    replicas (or, with null replicas, back from a reassignment in progress)."""
+    controller = node.controller
+    responses = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            code, message = controller.reassign(topic.name, p.partition_index, p.replicas)
+            partitions.append(
+                AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                    partition_index=p.partition_index, error_code=code, error_message=message
+                )
+            )
+        responses.append(
+            AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
+                name=topic.name, partitions=partitions
+            )
+        )
+    return AlterPartitionReassignmentsResponse(
+        error_code=Errors.NONE,
+        responses=responses,
+        allow_replication_factor_change=request.allow_replication_factor_change,
+    )
+
+
+@handles(46, registry=CONTROLLER_HANDLERS)
+async def list_partition_reassignments(node, ctx, request) -> ListPartitionReassignmentsResponse:
+    """Only partitions being reassigned are listed; unknown topics are left out."""
+    image = node.controller.image
+    if request.topics is None:
+        wanted = [(t.name, None) for t in image]
+    else:
+        wanted = [(t.name, set(t.partition_indexes)) for t in request.topics]
+    topics = []
+    for name, indexes in wanted:
+        topic = image.get(name)
+        if topic is None:
+            continue
+        ongoing = [
+            ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                partition_index=p.index,
+                replicas=list(p.replicas),
+                adding_replicas=list(p.adding_replicas),
+                removing_replicas=list(p.removing_replicas),
+            )
+            for p in topic.partitions
+            if p.is_reassigning and (indexes is None or p.index in indexes)
+        ]
+        if ongoing:
+            topics.append(
+                ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=ongoing)
+            )
+    return ListPartitionReassignmentsResponse(error_code=Errors.NONE, topics=topics)

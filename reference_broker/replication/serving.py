@@ -1,0 +1,84 @@
+"""A leader answering its followers' fetches (Kafka's ``Partition.fetchRecords`` for a follower and
+``updateFollowerFetchState``).
+
+The follower must be one of the partition's replicas (UNKNOWN_LEADER_EPOCH otherwise: the leader may
+not know of it yet) at its current broker epoch. Its last fetched epoch is checked first: if the
+leader's log ends that epoch earlier than the follower's fetch offset, or has no such epoch, the
+answer is the diverging epoch (the largest epoch at or below the follower's and where it ends here)
+and no records, and the follower's progress is not recorded, since its log end offset is not a true
+one; an epoch the leader cannot place at all is OFFSET_OUT_OF_RANGE. Otherwise the leader reads from the fetch
+offset up to its log end (not the high watermark: followers copy everything), records the follower's
+progress, adds it to the ISR when it has caught up, and moves the high watermark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kconform.codecs.errors import Errors
+
+from ..partition import LogSlice, PartitionError
+
+if TYPE_CHECKING:
+    from ..partition import Partition
+
+__all__ = ["FollowerRead", "serve_follower_fetch"]
+
+
+@dataclass(slots=True)
+class FollowerRead:
+    records: bytes | LogSlice
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+    diverging_epoch: tuple[int, int] | None = None
+    """(epoch, end offset) when the follower's log diverged from the leader's."""
+
+
+def serve_follower_fetch(
+    partition: Partition,
+    *,
+    replica_id: int,
+    replica_epoch: int,
+    fetch_offset: int,
+    log_start_offset: int,
+    last_fetched_epoch: int,
+    current_leader_epoch: int,
+    max_bytes: int,
+) -> FollowerRead:
+    from ..storage import OffsetOutOfRange
+
+    partition.check_leader_epoch(current_leader_epoch)
+    partition.check_leader()
+    if replica_id not in partition.leadership.followers:
+        # Partition.followerReplicaOrThrow: the follower retries once its leader knows of it
+        raise PartitionError(
+            Errors.UNKNOWN_LEADER_EPOCH if current_leader_epoch >= 0 else Errors.NOT_LEADER_OR_FOLLOWER
+        )
+    if replica_epoch >= 0 and partition.replication.alive_broker_epoch(replica_id) > replica_epoch:
+        # Replica.updateFetchStateOrThrow: a fetch from an older incarnation of the follower
+        raise PartitionError(Errors.NOT_LEADER_OR_FOLLOWER)
+    log = partition.log
+    if last_fetched_epoch >= 0:
+        epoch, end_offset = log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0 or end_offset < 0 or fetch_offset < log.log_start_offset:
+            raise PartitionError(Errors.OFFSET_OUT_OF_RANGE)  # Partition.readRecords
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return FollowerRead(
+                b"",
+                partition.high_watermark,
+                partition.log_start_offset,
+                partition.last_stable_offset,
+                diverging_epoch=(epoch, end_offset),
+            )
+    try:
+        result = log.read(fetch_offset, max_bytes, min_one_batch=True)
+    except OffsetOutOfRange:
+        raise PartitionError(Errors.OFFSET_OUT_OF_RANGE) from None
+    partition.record_follower_fetch(replica_id, replica_epoch, fetch_offset, log_start_offset)
+    return FollowerRead(
+        LogSlice(result.region) if result.region is not None else b"",
+        partition.high_watermark,
+        partition.log_start_offset,
+        partition.last_stable_offset,
+    )
