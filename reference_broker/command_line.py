@@ -50,6 +50,11 @@ def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--advertise", help="HOST:PORT to tell clients (default: the listen address)")
 @click.option(
+    "--controller",
+    help="HOST:PORT of the cluster's controller: run a broker of that cluster (process.roles=broker, "
+    "controller.quorum.bootstrap.servers=HOST:PORT) instead of a single combined node",
+)
+@click.option(
     "--kafka-version",
     help="the Apache Kafka release to answer as: its ApiVersions and the versions it serves "
     "(default: the newest release the codecs cover; see --list-kafka-versions)",
@@ -70,11 +75,14 @@ def broker(
     node_id: int,
     config_file: Path | None,
     advertise: str | None,
+    controller: str | None,
     kafka_version: str | None,
     log_level: str,
     overrides: tuple[str, ...],
 ) -> None:
-    """Run one reference broker node. OVERRIDES are Kafka properties as key=value."""
+    """Run one reference node: a single combined broker and controller by default, a broker of a
+    cluster with --controller, or the cluster's controller with process.roles=controller. OVERRIDES
+    are Kafka properties as key=value."""
     from kconform.codecs.releases import UnknownRelease, kafka_release, newest_covered_release
 
     try:
@@ -98,15 +106,25 @@ def broker(
     props = _parse_overrides(overrides)
     props.setdefault("node.id", str(node_id))
     props["log.dirs"] = str(data_dir)
+    if controller:
+        _parse_listen(controller)
+        props["controller.quorum.bootstrap.servers"] = controller
+        props.setdefault("process.roles", "broker")
+    advertised = _parse_listen(advertise) if advertise else None
     try:
-        node = BrokerNode.from_config_file(
-            config_file,
-            props,
-            advertised=_parse_listen(advertise) if advertise else None,
-            kafka_release=release,
-        )
+        if props.get("process.roles", "").replace(" ", "") == "controller":
+            from .config import BrokerConfig
+            from .controller.node import ControllerNode
+
+            node = ControllerNode(BrokerConfig.from_sources(config_file, props), advertised=advertised)
+        else:
+            node = BrokerNode.from_config_file(
+                config_file, props, advertised=advertised, kafka_release=release
+            )
     except ConfigError as exc:
         raise click.ClickException(f"{exc} (fix the property and start again)") from None
+    except (ValueError, RuntimeError) as exc:
+        raise click.ClickException(f"{exc}") from None
     asyncio.run(_run(node, host, port))
 
 
@@ -146,17 +164,21 @@ async def _run(node, host: str, port: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    role = getattr(node, "role", "broker")
     try:
         bound_host, bound_port = await node.start(host, port)
     except OSError as exc:
         await node.stop()
         message = f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another --listen)"
         raise click.ClickException(message) from None
-    print(f"kconform broker {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
+    except RuntimeError as exc:  # e.g. no controller to register with
+        await node.stop()
+        raise click.ClickException(str(exc)) from None
+    print(f"kconform {role} {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
     watch = asyncio.ensure_future(_stop_when_orphaned(stop))
     try:
         await stop.wait()
     finally:
         watch.cancel()
         await node.stop()
-        print(f"kconform broker {node.node_id} stopped cleanly", file=sys.stderr, flush=True)
+        print(f"kconform {role} {node.node_id} stopped cleanly", file=sys.stderr, flush=True)

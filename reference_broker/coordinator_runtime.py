@@ -142,6 +142,21 @@ class CoordinatorRuntime:
         for partition in range(self._log.partition_count):
             replay(partition, self._log.read(partition))
 
+    def load_partition(self, partition: int, replay: Callable[[int, Iterable[object]], None]) -> None:
+        """Read one partition back (this broker just became its leader)."""
+        replay(partition, self._log.read(partition))
+
+    def cancel_timers(self, matching: Callable[[Hashable], bool]) -> None:
+        """Cancel the timers whose keys match (state this coordinator no longer owns)."""
+        for key in [k for k in self._timers if matching(k)]:
+            self._timers.pop(key).cancel()
+
+    def answer(self, waiter: int, value: object) -> None:
+        """Answer a waiting request from outside the rules (its state is being unloaded)."""
+        answer = self._waiters.pop(waiter, None)
+        if answer is not None:
+            answer(value)
+
     # ---- requests ------------------------------------------------------------------------------
 
     def call(self, make_event: Callable[[int], object]) -> object:

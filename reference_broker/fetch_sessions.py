@@ -41,6 +41,7 @@ class CachedPartition:
     max_bytes: int
     log_start_offset: int  # the fetcher's
     current_leader_epoch: int
+    last_fetched_epoch: int = -1  # a follower's (v12+): where its log may diverge from the leader's
     high_watermark: int = -1
     local_log_start_offset: int = -1
 

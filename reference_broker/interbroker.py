@@ -202,6 +202,18 @@ def _read_api_versions(frame: bytes, version: int):
     return None
 
 
+def as_replica(request, version: int, replica_id: int, replica_epoch: int = -1):
+    """Name the fetching replica where the Fetch version puts it (``FetchRequest.Builder.forReplica``):
+    the ReplicaState tagged field from v15, with the old ReplicaId -1; ReplicaId before."""
+    if version >= 15:
+        request.replica_id = -1
+        request.replica_state = type(request).ReplicaState(replica_id=replica_id, replica_epoch=replica_epoch)
+    else:
+        request.replica_id = replica_id
+        request.replica_state = type(request).ReplicaState()
+    return request
+
+
 class NodeChannel:
     """A reconnecting channel to one node address: connects on first use, and after a failure
     reconnects on the next send (no more often than ``reconnect_backoff_s``).

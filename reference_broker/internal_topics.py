@@ -36,10 +36,18 @@ CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
 _READ_CHUNK = 4 * 1024 * 1024
 
-# name -> (partition count setting, segment size setting)
+# name -> (partition count, segment size, replication factor settings)
 _SETTINGS = {
-    CONSUMER_OFFSETS: ("offsets.topic.num.partitions", "offsets.topic.segment.bytes"),
-    TRANSACTION_STATE: ("transaction.state.log.num.partitions", "transaction.state.log.segment.bytes"),
+    CONSUMER_OFFSETS: (
+        "offsets.topic.num.partitions",
+        "offsets.topic.segment.bytes",
+        "offsets.topic.replication.factor",
+    ),
+    TRANSACTION_STATE: (
+        "transaction.state.log.num.partitions",
+        "transaction.state.log.segment.bytes",
+        "transaction.state.log.replication.factor",
+    ),
 }
 
 
@@ -101,9 +109,10 @@ class InternalTopic:
             raise ValueError(f"{name} is not an internal topic")
         self._host = host
         self.name = name
-        count_key, segment_key = _SETTINGS[name]
+        count_key, segment_key, factor_key = _SETTINGS[name]
         self.partition_count = int(host.config[count_key])
         self._segment_bytes = str(int(host.config[segment_key]))
+        self._factor_key = factor_key
 
     @property
     def exists(self) -> bool:
@@ -116,8 +125,13 @@ class InternalTopic:
         configs = {"cleanup.policy": "compact", "segment.bytes": self._segment_bytes}
         if self.name == CONSUMER_OFFSETS:
             configs["compression.type"] = "producer"
-        replicas = self._host.assign_replicas(self.partition_count, 1)  # one copy until replication
-        self._host.create_topic(self.name, replicas, configs)
+        else:
+            configs["min.insync.replicas"] = str(int(self._host.config["transaction.state.log.min.isr"]))
+        # The configured factor, or as many copies as there are brokers: Kafka refuses to create the
+        # topic until enough brokers have registered, which would leave a single node without it.
+        registered = len(getattr(self._host.topics, "brokers", {})) or 1
+        factor = min(int(self._host.config[self._factor_key]), registered)
+        self._host.create_topic(self.name, self._host.assign_replicas(self.partition_count, factor), configs)
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.partition_count)

@@ -12,11 +12,11 @@ import asyncio
 import logging
 
 from kconform.codecs.errors import Errors
-from kconform.codecs.messages import DescribeClusterRequest, FetchRequest
+from kconform.codecs.messages import ApiVersionsRequest, DescribeClusterRequest, FetchRequest
 from kconform.codecs.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 
 from .cluster_metadata import CorruptMetadataLog, MetadataLog
-from .interbroker import NodeChannel
+from .interbroker import NodeChannel, as_replica
 
 __all__ = ["MetadataFollower", "discover_cluster_id"]
 
@@ -67,8 +67,7 @@ class MetadataFollower:
         log_ = self._metadata
         return FetchRequest(
             cluster_id=None,
-            replica_id=self._node_id,
-            replica_state=FetchRequest.ReplicaState(replica_id=self._node_id, replica_epoch=-1),
+            replica_state=FetchRequest.ReplicaState(),
             max_wait_ms=_MAX_WAIT_MS,
             min_bytes=0,
             max_bytes=_MAX_BYTES,
@@ -116,8 +115,12 @@ class MetadataFollower:
             version = self._channel.version_for(FETCH)
         except ConnectionError:
             version = None
+        if version is None:  # not connected yet: ApiVersions first
+            await self._channel.send(18, ApiVersionsRequest(), timeout_s=10)
+            version = self._channel.version_for(FETCH)
+        request = as_replica(self._request(version), version, self._node_id)
         response = await self._channel.send(
-            FETCH, self._request(version or 17), version=version, timeout_s=_MAX_WAIT_MS / 1000 + 10
+            FETCH, request, version=version, timeout_s=_MAX_WAIT_MS / 1000 + 10
         )
         if response.error_code != Errors.NONE:
             log.warning("metadata fetch: error %d", response.error_code)

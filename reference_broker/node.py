@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import shutil
 from pathlib import Path
 
+from kconform.codecs.errors import Errors
 from kconform.codecs.releases import KafkaRelease, newest_covered_release
 
 from .broker_lifecycle import BrokerLifecycle
@@ -147,10 +149,24 @@ class BrokerNode:
 
     # ---- talking to the controller ----------------------------------------------------------
 
-    async def send_to_controller(self, api_key: int, request, *, timeout_s: float):
+    async def send_to_controller(
+        self, api_key: int, request, *, version: int | None = None, timeout_s: float
+    ):
         if self.controller_node is not None:
-            return await self.controller_node.call(api_key, request)
-        return await self._controller_channel.send(api_key, request, timeout_s=timeout_s)
+            return await self.controller_node.call(api_key, request, version=version)
+        return await self._controller_channel.send(api_key, request, version=version, timeout_s=timeout_s)
+
+    async def controller_version(self, api_key: int) -> int:
+        """The highest version of an API both this broker and its controller speak."""
+        if self.controller_node is not None:
+            return self.controller_node.version_for(api_key)
+        try:
+            return self._controller_channel.version_for(api_key)
+        except ConnectionError:  # not connected yet: ApiVersions connects
+            from kconform.codecs.messages import ApiVersionsRequest
+
+            await self._controller_channel.send(18, ApiVersionsRequest(), timeout_s=10)
+            return self._controller_channel.version_for(api_key)
 
     async def _producer_id_block(self) -> tuple[int, int]:
         from .producer_ids import ProducerIdsUnavailable
@@ -215,7 +231,8 @@ class BrokerNode:
         """A clean stop: a controlled shutdown first (leaderships move away) when other brokers can
         take them, then everything closes and the clean-shutdown marker is written."""
         if self.lifecycle is not None and self._started and self.controller_node is None:
-            await self.lifecycle.controlled_shutdown(int(self.config["request.timeout.ms"]) / 1000)
+            # past the session timeout the controller fences this broker anyway
+            await self.lifecycle.controlled_shutdown(int(self.config["broker.session.timeout.ms"]) / 1000)
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -336,6 +353,21 @@ class BrokerNode:
             self.purgatory.notify(partition.watch_key)
         shutil.rmtree(self.data_dir / f"{name}-{index}", ignore_errors=True)
 
+    def leadership_changed(self, name: str, index: int, partition: Partition | None) -> None:
+        """Coordinators follow the leadership of their partitions (``BrokerMetadataPublisher
+        .updateCoordinator``): elected with the leader epoch as coordinator epoch, resigned otherwise."""
+        coordinator = {
+            CONSUMER_OFFSETS: self.group_coordinator,
+            TRANSACTION_STATE: self.transaction_coordinator,
+        }
+        target = coordinator.get(name)
+        if target is None:
+            return
+        if partition is not None and partition.is_leader:
+            target.elect(index, partition.leader_epoch)
+        else:
+            target.resign(index)
+
     def _metadata_changed(self, change: ImageChange) -> None:
         if not self._started:
             return  # start() takes up every replica at once when the metadata has caught up
@@ -431,6 +463,36 @@ class BrokerNode:
             topic = self.topics.by_id(topic_key)
             return None if topic is None else self.partitions.get((topic.name, index))
         return self.partitions.get((topic_key, index))
+
+    def missing_partition_error(self, topic_key, index: int, *, by_id: bool) -> int:
+        """Why a partition is not here: NOT_LEADER_OR_FOLLOWER when the cluster has it on other brokers
+        (``ReplicaManager.getPartitionOrError``), else the unknown-topic error of the request's kind."""
+        topic = self.topics.by_id(topic_key) if by_id else self.topics.get(topic_key)
+        if topic is not None and 0 <= index < len(topic.partitions):
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.UNKNOWN_TOPIC_ID if by_id else Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def alive_brokers(self) -> list[tuple[int, str, int, str | None]]:
+        """(id, host, port, rack) of every unfenced broker with this node's listener
+        (``KRaftMetadataCache.getAliveBrokerNodes``)."""
+        out = []
+        for broker in self.image.unfenced_brokers():
+            endpoint = broker.endpoint(LISTENER)
+            if endpoint is not None:
+                out.append((broker.broker_id, endpoint.host, endpoint.port, broker.rack))
+        return out
+
+    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+        """A registered broker's address on this node's listener (fenced or not, as Kafka's
+        ``getAliveEndpoint`` looks it up)."""
+        broker = self.image.brokers.get(broker_id)
+        endpoint = None if broker is None else broker.endpoint(LISTENER)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    def random_alive_broker_id(self) -> int:
+        """What a KRaft broker names as the controller to clients (``getRandomAliveBrokerId``)."""
+        alive = [b.broker_id for b in self.image.unfenced_brokers()]
+        return random.choice(alive) if alive else -1
 
     def partition_watch_key(self, key, *, by_id: bool):
         topic_key, index = key

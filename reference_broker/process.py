@@ -15,7 +15,7 @@ from pathlib import Path
 
 __all__ = ["BrokerProcess", "start_broker_process"]
 
-_LISTENING = re.compile(r"kconform broker (\d+) listening on (\S+):(\d+)")
+_LISTENING = re.compile(r"kconform (?:broker|controller) (\d+) listening on (\S+):(\d+)")
 
 
 @dataclass
@@ -69,7 +69,8 @@ def start_broker_process(
     advertise: str | None = None,
     kafka_version: str | None = None,
 ) -> BrokerProcess:
-    """Start a broker and wait until it listens; port 0 picks a free port. ``advertise`` (HOST:PORT) is
+    """Start a node (a broker, or a controller with ``process.roles=controller`` among the overrides)
+    and wait until it listens; port 0 picks a free port. ``advertise`` (HOST:PORT) is
     the address the broker gives clients in metadata, e.g. a proxy in front of it; ``kafka_version`` the
     Apache Kafka release it answers as (default: the newest the codecs cover)."""
     data_dir = Path(data_dir)

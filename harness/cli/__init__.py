@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from ..bench.commands import bench
-from . import broker, campaign, capture, chaos, codecs, diff, report, toxiproxy
+from . import broker, campaign, capture, chaos, cluster, codecs, diff, report, toxiproxy
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,6 +19,7 @@ def cli() -> None:
 cli.add_command(codecs.codecs)
 cli.add_command(bench)
 cli.add_command(broker.broker)
+cli.add_command(cluster.cluster)
 cli.add_command(diff.diff)
 cli.add_command(diff.repro)
 cli.add_command(toxiproxy.toxiproxy)

@@ -1,6 +1,6 @@
 """Targets by name, as the command line and the pytest plugin give them:
 
-- ``reference``, ``reference:3`` (nodes, once replication lands)
+- ``reference`` (one combined node), ``reference:3`` (a controller and three brokers)
 - ``rdkafka-mock``, ``rdkafka-mock:3`` (brokers)
 - ``docker``, ``docker:4.0``, ``docker:3.9:3`` (Apache Kafka image version, brokers)
 - ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``
@@ -34,6 +34,12 @@ def make_target(spec: str) -> Target:
             except UnknownRelease as exc:
                 raise TargetError(f"target {spec!r}: {exc}") from None
         _no_more(options, spec)
+        if rest:
+            if planted:
+                raise TargetError(f"target {spec!r}: planted bugs are for the single node only")
+            from .reference_cluster import ReferenceClusterTarget
+
+            return ReferenceClusterTarget(spec, brokers=_count(rest, spec), kafka_version=kafka_version)
         return ReferenceTarget(spec, planted=planted, kafka_version=kafka_version)
     _no_more(options, spec)
     if kind == "rdkafka-mock":

@@ -24,6 +24,8 @@ _TICK_S = 0.25
 
 
 class ControllerNode:
+    role = "controller"
+
     def __init__(
         self,
         config: BrokerConfig,
@@ -83,6 +85,13 @@ class ControllerNode:
                 self.controller.tick()
             except Exception:  # the controller's periodic work must outlive one bad pass
                 log.exception("controller periodic work failed")
+
+    @staticmethod
+    def version_for(api_key: int) -> int:
+        return CONTROLLER_HANDLERS[api_key].max_version
+
+    def connection_closed(self, connection_id: int) -> None:
+        pass
 
     async def call(self, api_key: int, request, *, version: int | None = None, peer: str = "in-process"):
         """Handle a request from the broker in this process, as if it had come over the listener."""

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 from uuid import UUID
 
+from kconform.codecs.errors import Errors
+
 from ..clock import Clock
 from ..cluster_metadata import TopicInfo
 from ..coordinator_runtime import CoordinatorRuntime
@@ -68,10 +70,16 @@ class GroupCoordinatorHost(Protocol):
 
 
 class GroupCoordinator:
+    """Coordinates the groups of the ``__consumer_offsets`` partitions this broker leads: a partition's
+    groups are loaded when the broker becomes its leader (``elect``) and dropped when it stops
+    (``resign``), as Kafka's ``GroupCoordinatorService.onElection`` / ``onResignation``; a request
+    for a group of another partition is NOT_COORDINATOR."""
+
     def __init__(self, host: GroupCoordinatorHost) -> None:
         self._host = host
         self.state = GroupsState()
         self.runtime = CoordinatorRuntime("group coordinator", self._decide, host.consumer_offsets)
+        self.owned: dict[int, int] = {}  # __consumer_offsets partition -> the leader epoch it loaded at
 
     @property
     def groups(self) -> dict[str, object]:
@@ -110,13 +118,52 @@ class GroupCoordinator:
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.runtime.load(lambda partition, records: load_partition(self.state, partition, records))
-        ctx = self._context()
-        self.runtime.carry_out(classic_rules.reloaded_sessions(self.state))
-        self.runtime.carry_out(kip848_effects.reloaded_sessions(self.state, ctx))
+        """Nothing to read here: each partition is read when this broker becomes its leader."""
 
     async def stop(self) -> None:
         self.runtime.stop()
+
+    def elect(self, partition: int, leader_epoch: int) -> None:
+        """This broker leads ``partition`` (at ``leader_epoch``): read its groups back and give their
+        members fresh sessions."""
+        if self.owned.get(partition) == leader_epoch:
+            return
+        self._unload(partition)
+        self.runtime.load_partition(partition, lambda p, records: load_partition(self.state, p, records))
+        self.owned[partition] = leader_epoch
+        loaded = GroupsState(
+            groups={g: group for g, group in self.state.groups.items() if self._partition_of(g) == partition}
+        )
+        self.runtime.carry_out(classic_rules.reloaded_sessions(loaded))
+        self.runtime.carry_out(kip848_effects.reloaded_sessions(loaded, self._context()))
+
+    def resign(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: its groups, offsets and timers go; requests
+        waiting in them are answered NOT_COORDINATOR."""
+        if self.owned.pop(partition, None) is not None:
+            self._unload(partition)
+
+    def _partition_of(self, group_id: str) -> int:
+        return self._host.consumer_offsets.partition_for(group_id)
+
+    def _unload(self, partition: int) -> None:
+        gone = {g for g in list(self.state.groups) if self._partition_of(g) == partition}
+        gone |= {g for g in list(self.state.offsets) if self._partition_of(g) == partition}
+        for group_id in gone:
+            group = self.state.groups.pop(group_id, None)
+            self.state.offsets.pop(group_id, None)
+            for member in getattr(group, "members", {}).values():
+                if getattr(member, "join_waiter", None) is not None:
+                    self.runtime.answer(member.join_waiter, JoinOutcome(Errors.NOT_COORDINATOR))
+                if getattr(member, "sync_waiter", None) is not None:
+                    self.runtime.answer(member.sync_waiter, SyncOutcome(Errors.NOT_COORDINATOR))
+        self.runtime.cancel_timers(lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] in gone)
+        for key in [k for k in self.state.pending_txn if k[0] == partition]:
+            del self.state.pending_txn[key]
+
+    def owner_error(self, group_id: str) -> int:
+        """NONE if this broker coordinates the group, else NOT_COORDINATOR."""
+        return Errors.NONE if self._partition_of(group_id) in self.owned else Errors.NOT_COORDINATOR
 
     # ---- classic protocol ----------------------------------------------------------------------------
 
@@ -136,6 +183,8 @@ class GroupCoordinator:
     ) -> JoinOutcome:
         if group_id:
             self._host.consumer_offsets.ensure()
+            if self.owner_error(group_id):
+                return JoinOutcome(Errors.NOT_COORDINATOR, member_id=member_id)
         new_member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
         return await self.runtime.request(
             lambda waiter: JoinGroup(
@@ -165,6 +214,8 @@ class GroupCoordinator:
         protocol_name: str | None,
         assignments: list[tuple[str, bytes]],
     ) -> SyncOutcome:
+        if group_id and self.owner_error(group_id):
+            return SyncOutcome(Errors.NOT_COORDINATOR)
         return await self.runtime.request(
             lambda waiter: SyncGroup(
                 waiter,
@@ -179,12 +230,16 @@ class GroupCoordinator:
         )
 
     def heartbeat(self, *, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+        if group_id and self.owner_error(group_id):
+            return Errors.NOT_COORDINATOR
         return self.runtime.call(
             lambda waiter: ClassicHeartbeat(waiter, group_id, generation, member_id, instance_id)
         )
 
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member) for LeaveGroup."""
+        if group_id and self.owner_error(group_id):
+            return Errors.NOT_COORDINATOR, []
         return self.runtime.call(lambda waiter: LeaveGroup(waiter, group_id, tuple(leaving)))
 
     # ---- KIP-848 -------------------------------------------------------------------------------------
@@ -192,6 +247,8 @@ class GroupCoordinator:
     def consumer_heartbeat(self, request: Heartbeat, *, leaving: bool) -> Outcome:
         """ConsumerGroupHeartbeat's decision (raises GroupError with the error to answer)."""
         self._host.consumer_offsets.ensure()
+        if request.group_id and self.owner_error(request.group_id):
+            raise GroupError(Errors.NOT_COORDINATOR)
         answer = self.runtime.call(lambda waiter: ConsumerHeartbeat(waiter, request, leaving))
         if isinstance(answer, GroupError):
             raise answer
@@ -222,6 +279,8 @@ class GroupCoordinator:
         unknown = frozenset((t, p) for t, p, *_ in offsets if self._host.partition(t, p) is None)
         if group_id and len(unknown) < len({(t, p) for t, p, *_ in offsets}):
             self._host.consumer_offsets.ensure()
+            if self.owner_error(group_id):
+                return {(t, p): Errors.NOT_COORDINATOR for t, p, *_ in offsets}
         return self.runtime.call(
             lambda waiter: CommitOffsets(
                 waiter,
@@ -259,4 +318,6 @@ class GroupCoordinator:
     def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]]
     ) -> tuple[int, dict[tuple[str, int], int]]:
+        if group_id and self.owner_error(group_id):
+            return Errors.NOT_COORDINATOR, {}
         return self.runtime.call(lambda waiter: DeleteOffsets(waiter, group_id, tuple(partitions)))

@@ -40,8 +40,13 @@ def _coordinator(broker, version: int, key_type: int, key: str) -> tuple[int, in
     if not topic.exists:
         topic.ensure()
         return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    host, port = broker.advertised_address
-    return Errors.NONE, broker.node_id, host, port
+    # KafkaApis.getCoordinator: the leader of the key's partition, if it is an alive broker
+    info = broker.topics.get(topic.name).partitions[topic.partition_for(key)]
+    alive = {node_id: (host, port) for node_id, host, port, _rack in broker.alive_brokers()}
+    if info.leader not in alive:
+        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    host, port = alive[info.leader]
+    return Errors.NONE, info.leader, host, port
 
 
 @handles(10)

@@ -44,9 +44,12 @@ async def describe_cluster(broker, ctx, request) -> DescribeClusterResponse:
                 f"wanted an endpoint of type {_ENDPOINT_NAMES[wanted]}"
             ),
         )
-    host, port = broker.advertised_address
     include_fenced = ctx.api_version >= 2 and request.include_fenced_brokers
-    nodes = [(broker.node_id, host, port, broker.config["broker.rack"], False)]  # the whole cluster
+    nodes = []
+    for registered in broker.image.brokers.values():
+        endpoint = broker.endpoint_of(registered.broker_id)
+        if endpoint is not None:
+            nodes.append((registered.broker_id, *endpoint, registered.rack, registered.fenced))
     brokers = [
         DescribeClusterResponse.DescribeClusterBroker(
             broker_id=node_id, host=h, port=p, rack=rack, is_fenced=fenced
@@ -57,7 +60,7 @@ async def describe_cluster(broker, ctx, request) -> DescribeClusterResponse:
     return DescribeClusterResponse(
         endpoint_type=BROKER_ENDPOINTS,
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=broker.random_alive_broker_id(),
         brokers=brokers,
         cluster_authorized_operations=(
             _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _UNSET

@@ -30,6 +30,7 @@ from kconform.codecs.messages import FetchResponse
 from ..down_conversion import UnsupportedCompressionForDownConversion, down_convert, fetch_magic
 from ..fetch_sessions import CachedPartition
 from ..partition import LogSlice, PartitionError
+from ..replication.serving import serve_follower_fetch
 from . import handles
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ def _requested(version: int, request) -> tuple[dict, list]:
                 max_bytes=p.partition_max_bytes,
                 log_start_offset=p.log_start_offset,
                 current_leader_epoch=p.current_leader_epoch,
+                last_fetched_epoch=p.last_fetched_epoch if version >= 12 else -1,
             )
     forgotten = []
     for topic in request.forgotten_topics_data:
@@ -71,8 +73,12 @@ def _requested(version: int, request) -> tuple[dict, list]:
     return requested, forgotten
 
 
-def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation: int):
-    """One pass over the partitions: {key: PartitionData}, bytes read, and whether any errored."""
+def _read_once(
+    broker, version: int, partitions: dict, max_bytes: int, isolation: int, replica=None, first=True
+):
+    """One pass over the partitions: {key: PartitionData}, bytes read, and whether any errored (or,
+    for a follower, diverged: an answer that must go back at once). ``replica`` is a follower's
+    (id, broker epoch); its reads go to the log end and record its progress."""
     hard_limit = version <= 2
     min_one = not hard_limit
     remaining = max_bytes if version >= 3 else 0x7FFFFFFF
@@ -83,18 +89,33 @@ def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation
         topic_key, index = key
         partition = broker.partition_by_key(topic_key, index, by_id=version >= 13)
         if partition is None:
-            code = Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            results[key] = _error_data(index, code, read_failed=False)
+            code = broker.missing_partition_error(topic_key, index, by_id=version >= 13)
+            results[key] = _error_data(index, code, read_failed=code == Errors.NOT_LEADER_OR_FOLLOWER)
             errored = True
             continue
         try:
-            read = partition.read_for_fetch(
-                wanted.fetch_offset,
-                min(wanted.max_bytes, remaining),
-                min_one_batch=min_one,
-                read_committed=isolation == READ_COMMITTED,
-                current_leader_epoch=wanted.current_leader_epoch,
-            )
+            if replica is not None:
+                read = serve_follower_fetch(
+                    partition,
+                    replica_id=replica[0],
+                    replica_epoch=replica[1],
+                    fetch_offset=wanted.fetch_offset,
+                    log_start_offset=wanted.log_start_offset,
+                    last_fetched_epoch=wanted.last_fetched_epoch,
+                    current_leader_epoch=wanted.current_leader_epoch,
+                    max_bytes=min(wanted.max_bytes, remaining),
+                    record_progress=first,
+                )
+                if read.diverging_epoch is not None:
+                    errored = True
+            else:
+                read = partition.read_for_fetch(
+                    wanted.fetch_offset,
+                    min(wanted.max_bytes, remaining),
+                    min_one_batch=min_one,
+                    read_committed=isolation == READ_COMMITTED,
+                    current_leader_epoch=wanted.current_leader_epoch,
+                )
         except PartitionError as exc:
             # ReplicaManager.createLogReadResult(e): no high watermark, log start or last stable offset
             results[key] = _error_data(index, exc.code)
@@ -116,24 +137,30 @@ def _read_once(broker, version: int, partitions: dict, max_bytes: int, isolation
             high_watermark=read.high_watermark,
             last_stable_offset=read.last_stable_offset,
             log_start_offset=read.log_start_offset,
-            aborted_transactions=(
-                None
-                if read.aborted_transactions is None
-                else [
-                    FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first)
-                    for pid, first in read.aborted_transactions
-                ]
-            ),
+            aborted_transactions=_aborted(getattr(read, "aborted_transactions", None)),
             records=read.records,
         )
+        diverging = getattr(read, "diverging_epoch", None)
+        if diverging is not None:
+            results[key].diverging_epoch = FetchResponse.EpochEndOffset(
+                epoch=diverging[0], end_offset=diverging[1]
+            )
     return results, total, errored
+
+
+def _aborted(aborted):
+    if aborted is None:
+        return None
+    return [FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted]
 
 
 @handles(1)
 async def fetch(broker, ctx, request) -> FetchResponse:
     version = ctx.api_version
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    replica_epoch = request.replica_state.replica_epoch if version >= 15 else -1
     is_follower = replica_id >= 0
+    replica = (replica_id, replica_epoch) if is_follower else None
     isolation = request.isolation_level if version >= 4 else 0
     requested, forgotten = _requested(version, request)
     now = broker.clock.now_ms()
@@ -151,13 +178,16 @@ async def fetch(broker, ctx, request) -> FetchResponse:
     if context.kind == "error":
         return FetchResponse(error_code=context.error, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
-    results, total, errored = _read_once(broker, version, context.partitions, max_bytes, isolation)
+    results, total, errored = _read_once(broker, version, context.partitions, max_bytes, isolation, replica)
     if request.max_wait_ms > 0 and context.partitions and total < request.min_bytes and not errored:
         watch = [broker.partition_watch_key(key, by_id=version >= 13) for key in context.partitions]
         state = {}
 
         def enough() -> bool:
-            state["read"] = _read_once(broker, version, context.partitions, max_bytes, isolation)
+            # a re-read records no follower progress (Kafka's readFromPurgatory): it was recorded above
+            state["read"] = _read_once(
+                broker, version, context.partitions, max_bytes, isolation, replica, first=False
+            )
             return state["read"][1] >= request.min_bytes or state["read"][2]
 
         await broker.purgatory.wait_until(watch, enough, request.max_wait_ms / 1000, clock=broker.clock)

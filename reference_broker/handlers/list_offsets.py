@@ -25,6 +25,7 @@ from . import handles
 
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2  # reads a follower's log too (ListOffsetsRequest.DEBUGGING_REPLICA_ID)
 
 # UnifiedLog.fetchOffsetByTimestamp without remote storage (remoteLogEnabled() false): LATEST_TIERED
 # and EARLIEST_PENDING_UPLOAD (fetchEarliestPendingUploadOffset) are TimestampAndOffset(NO_TIMESTAMP,
@@ -60,9 +61,12 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
             elif timestamp_unsupported(p.timestamp, version):
                 out.error_code = Errors.UNSUPPORTED_VERSION
             elif partition is None:
-                out.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                out.error_code = broker.missing_partition_error(topic.name, p.partition_index, by_id=False)
             else:
                 try:
+                    if request.replica_id != DEBUGGING_REPLICA_ID:  # ReplicaManager.fetchOffset
+                        partition.check_leader_epoch(current_leader_epoch)
+                        partition.check_leader()
                     if version == 0:
                         out.old_style_offsets = partition.legacy_offsets(p.timestamp, p.max_num_offsets)
                     elif p.timestamp in _TIERED_ONLY:

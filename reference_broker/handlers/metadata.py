@@ -28,21 +28,28 @@ _ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _UNSET = -2147483648
 
 
+def _partition_metadata(broker, p) -> MetadataResponse.MetadataResponsePartition:
+    """``KRaftMetadataCache.getPartitionMetadata``: a leader that is none or unregistered is
+    LEADER_NOT_AVAILABLE (leader -1, its epoch still given); replicas and ISR as registered; replicas on
+    fenced or unregistered brokers are offline."""
+    image = broker.image
+    leader = p.leader if broker.endpoint_of(p.leader) is not None else -1
+    offline = [r for r in p.replicas if r not in image.brokers or image.brokers[r].fenced]
+    return MetadataResponse.MetadataResponsePartition(
+        error_code=Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE,
+        partition_index=p.index,
+        leader_id=leader,
+        leader_epoch=p.leader_epoch,
+        replica_nodes=list(p.replicas),
+        isr_nodes=list(p.isr),
+        offline_replicas=offline,
+    )
+
+
 def topic_metadata(
     broker, topic, version: int, include_operations: bool
 ) -> MetadataResponse.MetadataResponseTopic:
-    partitions = [
-        MetadataResponse.MetadataResponsePartition(
-            error_code=Errors.NONE,
-            partition_index=p.index,
-            leader_id=p.leader,
-            leader_epoch=p.leader_epoch,
-            replica_nodes=list(p.replicas),
-            isr_nodes=list(p.isr),
-            offline_replicas=[],
-        )
-        for p in topic.partitions
-    ]
+    partitions = [_partition_metadata(broker, p) for p in topic.partitions]
     return MetadataResponse.MetadataResponseTopic(
         error_code=Errors.NONE,
         name=topic.name,
@@ -121,13 +128,13 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                 topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
-    host, port = broker.advertised_address
     return MetadataResponse(
         brokers=[
-            MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port, rack=None)
+            MetadataResponse.MetadataResponseBroker(node_id=node_id, host=host, port=port, rack=rack)
+            for node_id, host, port, rack in broker.alive_brokers()
         ],
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=broker.random_alive_broker_id(),
         topics=topics,
         error_code=Errors.NONE,  # v13+: MetadataResponse.prepareResponse leaves it at its default
         cluster_authorized_operations=(

@@ -124,7 +124,9 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
                 checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_ID)
                 continue
             if broker.partition(name, data.index) is None:
-                checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                checked[key] = _error(
+                    data.index, broker.missing_partition_error(name, data.index, by_id=False)
+                )
                 continue
             try:
                 check_partition_records(records, produce_version=version)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import FetchRequest, ListOffsetsRequest
 
-from ..interbroker import NodeChannel, PeerUnavailable, UnsupportedByPeer
+from ..interbroker import NodeChannel, PeerUnavailable, UnsupportedByPeer, as_replica
 from .follower_log import append_fetched, position, truncate_to_divergence
 
 if TYPE_CHECKING:
@@ -141,10 +141,7 @@ class ReplicaFetcher:
                     partition_max_bytes=self._settings.partition_max_bytes,
                 )
             )
-        epoch = self._broker_epoch()
         return FetchRequest(
-            replica_id=self._node_id,
-            replica_state=FetchRequest.ReplicaState(replica_id=self._node_id, replica_epoch=epoch),
             max_wait_ms=self._settings.wait_ms,
             min_bytes=self._settings.min_bytes,
             max_bytes=self._settings.response_max_bytes,
@@ -159,7 +156,7 @@ class ReplicaFetcher:
     async def _fetch_once(self, partitions: dict) -> None:
         version = await self._version()
         sent = {key: position(p) for key, p in partitions.items()}
-        request = self._request(partitions, sent)
+        request = as_replica(self._request(partitions, sent), version, self._node_id, self._broker_epoch())
         timeout_s = self._settings.request_timeout_s + self._settings.wait_ms / 1000
         response = await self._channel.send(FETCH, request, version=version, timeout_s=timeout_s)
         if response.error_code != Errors.NONE:
@@ -172,7 +169,11 @@ class ReplicaFetcher:
                 partition = partitions.get(key)
                 if partition is None or self.partitions.get(key) is not partition:
                     continue  # removed while the fetch was out
-                if position(partition)[:2] != sent[key][:2]:
+                now_at, was_at = position(partition), sent[key]
+                if (now_at.fetch_offset, now_at.current_leader_epoch) != (
+                    was_at.fetch_offset,
+                    was_at.current_leader_epoch,
+                ):
                     continue  # processFetchRequest: the log or the leader epoch moved meanwhile
                 await self._handle(key, partition, data, sent[key])
 

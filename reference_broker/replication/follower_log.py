@@ -72,8 +72,8 @@ def truncation_offset(partition: Partition, leader_epoch: int, leader_end_offset
     epoch it cuts to the end of its largest epoch below it; the next fetch then compares again."""
     log = partition.log
     end = log.log_end_offset
-    if leader_end_offset < 0:  # the leader knows no epoch at or below ours: keep what is committed
-        return min(log.high_watermark, end)
+    if leader_end_offset < 0:  # the leader knows no end for the epoch: stay at the fetch offset
+        return end
     if leader_epoch == UNDEFINED_EPOCH:
         return min(leader_end_offset, end)
     follower_epoch, follower_end = log.end_offset_for_epoch(leader_epoch)

@@ -17,7 +17,7 @@ passed in, in milliseconds.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "FollowerProgress",
@@ -44,14 +44,32 @@ class FollowerProgress:
     broker_epoch: int = -1
 
 
-def new_leader_view(followers: Iterable[int], isr: Iterable[int], now_ms: int) -> dict[int, FollowerProgress]:
-    """A new leader knows nothing of its followers' logs; ISR members count as caught up now so that
-    they are not dropped before their first fetch (``Replica.resetReplicaState``)."""
+def new_leader_view(
+    followers: Iterable[int],
+    isr: Iterable[int],
+    now_ms: int,
+    *,
+    kept: Mapping[int, FollowerProgress] | None = None,
+    leader_end_offset: int = UNKNOWN_OFFSET,
+) -> dict[int, FollowerProgress]:
+    """The followers at a new leader epoch (``Replica.resetReplicaState``). ISR members count as caught
+    up now so that they are not dropped before their first fetch; the rest, as not caught up, so that
+    they do not hold the high watermark back. A newly elected leader knows nothing of its followers'
+    logs; a re-elected one (``kept``: what it knew) keeps their log offsets and broker epochs."""
     in_sync = set(isr)
-    return {
-        broker: FollowerProgress(broker, last_caught_up_ms=now_ms if broker in in_sync else 0)
-        for broker in followers
-    }
+    view = {}
+    for broker in followers:
+        caught_up = now_ms if broker in in_sync else 0
+        if kept is None:
+            view[broker] = FollowerProgress(broker, last_caught_up_ms=caught_up)
+        else:
+            view[broker] = replace(
+                kept.get(broker, FollowerProgress(broker)),
+                last_caught_up_ms=caught_up,
+                last_fetch_leader_end_offset=leader_end_offset,
+                last_fetch_ms=caught_up,
+            )
+    return view
 
 
 def after_fetch(
@@ -93,13 +111,12 @@ def out_of_sync(
     now_ms: int,
     lag_ms: int,
 ) -> list[int]:
-    return [
-        broker
-        for broker in isr
-        if broker != leader_id
-        and broker in followers
-        and not is_caught_up(followers[broker], leader_end_offset, now_ms, lag_ms)
-    ]
+    def lagging(broker: int) -> bool:
+        # an ISR member the leader keeps no progress for is out of sync (Partition.isFollowerOutOfSync)
+        progress = followers.get(broker)
+        return progress is None or not is_caught_up(progress, leader_end_offset, now_ms, lag_ms)
+
+    return [broker for broker in isr if broker != leader_id and lagging(broker)]
 
 
 def may_join_isr(progress: FollowerProgress, high_watermark: int, leader_epoch_start_offset: int) -> bool:
@@ -117,11 +134,14 @@ def high_watermark(
     lag_ms: int,
     isr_eligible,
 ) -> int:
-    """The new high watermark (never below ``current``)."""
+    """The new high watermark (never below ``current``). ``isr_eligible(broker, broker_epoch)``: the
+    follower is unfenced, not shutting down and fetched at its registered broker epoch."""
     members = set(maximal_isr)
     bound = leader_end_offset
     for broker, progress in followers.items():
-        joining = is_caught_up(progress, leader_end_offset, now_ms, lag_ms) and isr_eligible(broker)
+        joining = is_caught_up(progress, leader_end_offset, now_ms, lag_ms) and isr_eligible(
+            broker, progress.broker_epoch
+        )
         if progress.log_end_offset < bound and (broker in members or joining):
             bound = progress.log_end_offset
     return max(current, bound)

@@ -62,10 +62,13 @@ class Leadership:
         """Take the image's registration. True when the role or leader epoch changed (the caller then
         records the epoch start or starts fetching)."""
         leads = info.leader == self.broker_id
+        was_leader = self.role is Role.LEADER
         new_epoch = info.leader_epoch != self.leader_epoch
-        changed = new_epoch or (self.role is Role.LEADER) != leads or self.role is Role.NONE
-        if info.leader_epoch < self.leader_epoch:
-            return False  # an older registration than the one acted on
+        changed = new_epoch or was_leader != leads or self.role is Role.NONE
+        if info.leader_epoch < self.leader_epoch or info.partition_epoch < self.partition_epoch:
+            # an older registration than the one acted on; the partition epoch may have moved ahead of
+            # the image by an AlterPartition answer (makeLeader / makeFollower skip it)
+            return False
         if info.partition_epoch > self.partition_epoch:  # also ends a pending change, accepted or not
             self.isr, self.partition_epoch = info.isr, info.partition_epoch
             self.pending = None
@@ -74,7 +77,11 @@ class Leadership:
             self.role = Role.LEADER
             self.epoch_start_offset = log_end_offset
             self.followers = new_leader_view(
-                [b for b in info.replicas if b != self.broker_id], info.isr, now_ms
+                [b for b in info.replicas if b != self.broker_id],
+                info.isr,
+                now_ms,
+                kept=self.followers if was_leader else None,
+                leader_end_offset=log_end_offset,
             )
         elif leads:
             for broker in info.replicas:  # a reassignment added replicas
@@ -90,9 +97,14 @@ class Leadership:
         return changed
 
     def committed(self, isr: tuple[int, ...], leader_epoch: int, partition_epoch: int) -> None:
-        """The controller accepted an ISR change (its AlterPartition answer)."""
-        if leader_epoch == self.leader_epoch and partition_epoch >= self.partition_epoch:
-            self.isr, self.partition_epoch = tuple(isr), partition_epoch
+        """The controller accepted an ISR change (its AlterPartition answer). Ignored when metadata
+        replaced the proposal meanwhile (nothing pending); an answer for another leader epoch or an
+        older partition epoch leaves the change pending until metadata arrives
+        (``Partition.submitAlterPartition``, ``handleAlterPartitionUpdate``)."""
+        stale = leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch
+        if self.pending is None or stale:
+            return
+        self.isr, self.partition_epoch = tuple(isr), partition_epoch
         self.pending = None
 
     def refused(self) -> None:

@@ -61,7 +61,12 @@ class ReplicaHost(Protocol):
 
     def drop_partition(self, name: str, index: int) -> None: ...
 
-    async def send_to_controller(self, api_key: int, request, *, timeout_s: float): ...
+    def leadership_changed(self, name: str, index: int, partition: Partition | None) -> None:
+        """The partition's role or leader epoch moved (None: no replica here any more)."""
+
+    async def send_to_controller(self, api_key: int, request, *, version=None, timeout_s: float): ...
+
+    async def controller_version(self, api_key: int) -> int: ...
 
 
 class ReplicaManager:
@@ -89,6 +94,7 @@ class ReplicaManager:
         return -1 if broker is None or broker.fenced else broker.epoch
 
     def propose_isr(self, partition: Partition, proposal: IsrProposal) -> None:
+        log.info("%s-%s: asking for ISR %s", partition.topic_name, partition.index, list(proposal.isr))
         self._queued[(partition.topic_name, partition.index)] = (partition, proposal)
         self._wake_sender.set()
 
@@ -105,6 +111,7 @@ class ReplicaManager:
             for partition in topic.partitions:
                 self._stop_following((name, partition.index))
                 self._host.drop_partition(name, partition.index)
+                self._host.leadership_changed(name, partition.index, None)
         for name, index in sorted(change.partitions):
             topic = image.get(name)
             if topic is None or index >= len(topic.partitions):
@@ -124,9 +131,12 @@ class ReplicaManager:
             if key in self._host.partitions:
                 self._stop_following(key)
                 self._host.drop_partition(*key)
+                self._host.leadership_changed(topic.name, info.index, None)
             return
         partition = self._host.open_partition(topic, info.index)
         new_epoch = partition.apply_registration(info)
+        if new_epoch:
+            self._host.leadership_changed(topic.name, info.index, partition)
         if partition.is_leader:
             self._stop_following(key)
         elif info.leader < 0:
@@ -192,11 +202,18 @@ class ReplicaManager:
             if not live:
                 continue
             try:
+                version = await self._host.controller_version(ALTER_PARTITION)
                 response = await self._host.send_to_controller(
-                    ALTER_PARTITION, self._request(live), timeout_s=self._settings.request_timeout_s
+                    ALTER_PARTITION,
+                    self._request(live, version),
+                    version=version,
+                    timeout_s=self._settings.request_timeout_s,
                 )
-            except (TimeoutError, ConnectionError) as exc:
+            except ConnectionError as exc:
                 log.info("AlterPartition not delivered (%s); sending again", exc)
+                response = None
+            except Exception:  # the sender must outlive one bad request
+                log.exception("AlterPartition failed; sending again")
                 response = None
             if response is None or response.error_code != Errors.NONE:
                 for key, item in live.items():  # top-level errors are retried with the current epoch
@@ -206,7 +223,8 @@ class ReplicaManager:
                 continue
             self._settle(live, response)
 
-    def _request(self, items: dict) -> AlterPartitionRequest:
+    def _request(self, items: dict, version: int) -> AlterPartitionRequest:
+        """v3 names each ISR member with its broker epoch (KIP-903); before, by id only."""
         topics: dict[str, AlterPartitionRequest.TopicData] = {}
         for (name, index), (partition, proposal) in items.items():
             topic = topics.get(name)
@@ -227,8 +245,8 @@ class ReplicaManager:
                 AlterPartitionRequest.PartitionData(
                     partition_index=index,
                     leader_epoch=proposal.leader_epoch,
-                    new_isr=list(proposal.isr),
-                    new_isr_with_epochs=with_epochs,
+                    new_isr=list(proposal.isr) if version < 3 else [],
+                    new_isr_with_epochs=with_epochs if version >= 3 else [],
                     leader_recovery_state=0,
                     partition_epoch=proposal.partition_epoch,
                 )
@@ -252,6 +270,7 @@ class ReplicaManager:
                 partition, proposal = item
                 if partition.leadership.pending is not proposal:
                     continue  # metadata replaced the proposal meanwhile
+                log.info("%s-%s: AlterPartition answered %d isr %s", *key, data.error_code, list(data.isr))
                 if data.error_code == Errors.NONE:
                     partition.isr_committed(data.isr, data.leader_epoch, data.partition_epoch)
                 elif data.error_code in _REFUSED:

@@ -55,6 +55,7 @@ class TransactionCoordinator:
     def __init__(self, host: TxnCoordinatorHost) -> None:
         self._host = host
         self.txns: dict[str, TxnMetadata] = {}
+        self.owned: dict[int, int] = {}  # __transaction_state partition -> the leader epoch it loaded at
         self._task: asyncio.Task | None = None
         self.runtime = CoordinatorRuntime(
             "transaction coordinator",
@@ -76,9 +77,31 @@ class TransactionCoordinator:
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.runtime.load(self._load_partition)
-        self.runtime.submit(FinishPrepared())
+        """Partitions are read as this broker becomes their leader (``elect``)."""
         self._task = asyncio.create_task(self._abort_timed_out_loop())
+
+    def elect(self, partition: int, leader_epoch: int) -> None:
+        """This broker leads ``partition``: read its transactions back and finish the ones that were
+        prepared (``TransactionStateManager.loadTransactionsForTxnTopicPartition``)."""
+        if self.owned.get(partition) == leader_epoch:
+            return
+        self._unload(partition)
+        self.runtime.load_partition(partition, self._load_partition)
+        self.owned[partition] = leader_epoch
+        self.runtime.submit(FinishPrepared())
+
+    def resign(self, partition: int) -> None:
+        if self.owned.pop(partition, None) is not None:
+            self._unload(partition)
+
+    def _unload(self, partition: int) -> None:
+        topic = self._host.transaction_state
+        for transactional_id in [t for t in self.txns if topic.partition_for(t) == partition]:
+            del self.txns[transactional_id]
+
+    def _owner_error(self, transactional_id: str) -> int:
+        partition = self._host.transaction_state.partition_for(transactional_id)
+        return Errors.NONE if partition in self.owned else Errors.NOT_COORDINATOR
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -110,6 +133,8 @@ class TransactionCoordinator:
     # ---- the markers, the one effect of its own ------------------------------------------------------
 
     def _answer(self, event) -> ProducerIdAndEpoch:
+        if self._owner_error(event.transactional_id):
+            raise TxnError(Errors.NOT_COORDINATOR)
         decision: TxnDecision = self.runtime.call(lambda waiter: TxnRequest(waiter, event))
         if decision.error != Errors.NONE:
             raise TxnError(decision.error)

@@ -34,6 +34,7 @@ from ..support.consumer_groups_wire import (
     parts,
     run,
 )
+from ..support.coordinators import find_coordinator
 
 INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN = 22, 25
 
@@ -137,6 +138,7 @@ def test_offset_apis_check_the_member_epoch(tmp_path):
         }
         # The transaction must hold the offsets partition first: Kafka verifies that before the group
         # rules (CoordinatorPartitionWriter.maybeStartTransactionVerification).
+        await find_coordinator(env.client, "tx")
         init = InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60_000)
         for _ in range(20):
             producer = await env.client.call(INIT_PRODUCER_ID, 4, init)

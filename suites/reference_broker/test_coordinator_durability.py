@@ -23,6 +23,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch
 from kconform.reference_broker.process import start_broker_process
 
+from ..support.coordinators import find_coordinator
 from ..support.group_rules_cluster import Cluster as GroupCluster
 from ..support.group_rules_cluster import stable_group
 from ..support.rawclient import RawClient
@@ -41,6 +42,7 @@ async def _client(broker) -> RawClient:
 
 
 async def _init(client, txn_id="tx") -> tuple[int, int]:
+    await find_coordinator(client, txn_id)
     for _ in range(20):
         body = await client.call(
             22, 4, InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000)

@@ -24,6 +24,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.reference_broker.handlers.produce import transaction_check_answer
 
+from ..support.coordinators import find_coordinator
 from ..support.elections import bump_leader_epoch
 from ..support.error_rules_broker import (
     FETCH,
@@ -159,6 +160,7 @@ def test_produce_v13_whole_request_failure_answers_topics_by_id(tmp_path):
 
 
 async def init_transactional(broker: Broker) -> tuple[int, int]:
+    await find_coordinator(broker.client, TXN_ID)
     request = InitProducerIdRequest(transactional_id=TXN_ID, transaction_timeout_ms=60_000)
     for _ in range(20):  # the coordinator may still be loading its partition
         body = await broker.client.call(INIT_PRODUCER_ID, 4, request)

@@ -25,6 +25,7 @@ from kconform.codecs.records import Record, encode_batch
 from kconform.codecs.releases import kafka_release
 from kconform.reference_broker.node import BrokerNode
 
+from .coordinators import find_coordinator
 from .rawclient import RawClient
 
 __all__ = [
@@ -233,6 +234,7 @@ def run(tmp_path, scenario, *, kafka_version: str | None = None, **overrides: st
         try:
             topic = CreateTopicsRequest.CreatableTopic(name="t", num_partitions=1, replication_factor=1)
             await client.call(CREATE_TOPICS, 7, CreateTopicsRequest(topics=[topic], timeout_ms=5000))
+            await find_coordinator(client, "tx")
             return await scenario(Cluster(node, client))
         finally:
             await client.close()
