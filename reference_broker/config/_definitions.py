@@ -257,10 +257,9 @@ BROKER_CONFIGS = _index(
         _b("controller.quorum.voters", LI, [], None, HIGH),
         _b("controller.quorum.bootstrap.servers", LI, [], None, HIGH),
         _b("metadata.log.dir", S, None, None, HIGH),
-        _b(
-            "broker.session.timeout.ms", N, 9000, None, MEDIUM
-        ),  # KRaftConfigs: the controller fences after it
+        _b("broker.session.timeout.ms", N, 9000, None, MEDIUM),  # the controller fences past it
         _b("broker.heartbeat.interval.ms", N, 2000, None, MEDIUM),
+        _b("unclean.leader.election.interval.ms", L, 300_000, at_least(1), MEDIUM),
         _b("broker.rack", S, None, None, MEDIUM),
         # Listeners and sockets (SocketServerConfigs, ReplicationConfigs).
         _b("listeners", S, "PLAINTEXT://:9092", None, HIGH, PB),

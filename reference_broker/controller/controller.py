@@ -64,6 +64,7 @@ class Controller:
         for broker in self.image.brokers.values():
             self._last_contact[broker.broker_id] = now
         self._next_rebalance = now + int(config["leader.imbalance.check.interval.seconds"])
+        self._next_unclean = now + int(config["unclean.leader.election.interval.ms"]) / 1000
 
     @property
     def image(self) -> ClusterImage:
@@ -332,9 +333,14 @@ class Controller:
     # ---- periodic work ------------------------------------------------------------------------
 
     def tick(self) -> None:
+        """The controller's periodic tasks (``PeriodicTaskControlManager``): session fencing on every
+        tick, unclean elections every unclean.leader.election.interval.ms, preferred leaders every
+        leader.imbalance.check.interval.seconds."""
         self.fence_lapsed_sessions()
-        self.elect_unclean_leaders()
         now = self.clock.monotonic()
+        if now >= self._next_unclean:
+            self._next_unclean = now + int(self.config["unclean.leader.election.interval.ms"]) / 1000
+            self.elect_unclean_leaders()
         if now >= self._next_rebalance:
             self._next_rebalance = now + int(self.config["leader.imbalance.check.interval.seconds"])
             if self.config["auto.leader.rebalance.enable"]:
