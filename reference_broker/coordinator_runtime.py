@@ -10,7 +10,11 @@ the coordinator's own replay) and carries the effects out, in order:
   the write filled in (``written``), so a rule learns whether its records are durable before it answers,
   as Kafka completes an operation only once its records are appended.
 - ``Reply``: answer a request that is waiting (a JoinGroup parked until the rebalance completes) or that
-  is being decided right now. Requests are numbered; the number travels in the event as ``waiter``.
+  is being decided right now. Requests are numbered; the number travels in the event as ``waiter``. A
+  reply decided after writes goes out once those writes are committed (the partition's high watermark
+  has passed them), as Kafka's coordinators complete an operation only then; if they are not committed
+  within the commit timeout, or the partition's leadership moves, the coordinator's ``uncommitted``
+  turns the answer into the error the client hears.
 - ``SetTimer`` / ``CancelTimer``: a keyed timer; setting a key replaces its timer. When it fires, its
   event is decided like any other.
 - a coordinator's own effects (the transaction coordinator's markers), carried out by the functions it
@@ -112,6 +116,12 @@ class CoordinatorLog(Protocol):
     ) -> int:
         """Append and return the offset of the last record; raises when the write fails."""
 
+    def committed(self, partition: int, end_offset: int) -> bool:
+        """Whether everything before ``end_offset`` is in every in-sync replica."""
+
+    async def wait_committed(self, partition: int, end_offset: int, timeout_s: float) -> int:
+        """NONE once committed; otherwise the partition's error (not leader, timed out ...)."""
+
 
 class CoordinatorRuntime:
     def __init__(
@@ -120,13 +130,23 @@ class CoordinatorRuntime:
         decide: Callable[[object], Iterable[Effect]],
         log_: CoordinatorLog,
         effects: Mapping[type, Callable[[object], object | None]] | None = None,
+        *,
+        uncommitted: Callable[[object, int], object] | None = None,
+        commit_timeout_s: Callable[[], float] = lambda: 30.0,
     ):
         """``effects``: how to carry out effect types of this coordinator's own (each returns the event
-        to decide next, or None)."""
+        to decide next, or None). ``uncommitted(answer, error)``: the answer a client gets instead when
+        the writes before it are not committed (``error`` is the partition's: NOT_LEADER_OR_FOLLOWER,
+        REQUEST_TIMED_OUT, ...)."""
         self._name = name
         self._decide = decide
         self._log = log_
         self._effects = dict(effects or {})
+        self._uncommitted = uncommitted or (lambda answer, _error: answer)
+        self._commit_timeout_s = commit_timeout_s
+        self._written: dict[int, int] = {}  # partition -> end offset written in the current event
+        self._depth = 0  # events being decided (a write's ``then`` is decided within its event)
+        self._deferred: set[asyncio.Task] = set()
         self._timers: dict[Hashable, asyncio.TimerHandle] = {}
         self._waiters: dict[int, Callable[[object], None]] = {}
         self._ids = itertools.count(1)
@@ -197,7 +217,13 @@ class CoordinatorRuntime:
         """Decide ``event`` and carry out its effects in order. A write's ``then`` is decided as soon as
         the write is done, before the next effect, so what a rule does next sees the state its records
         made; an exception out of a rule stops the effects that follow it."""
-        self.carry_out(self._decide(event))
+        self._depth += 1
+        try:
+            self.carry_out(self._decide(event))
+        finally:
+            self._depth -= 1
+            if not self._depth:
+                self._written = {}
 
     def carry_out(self, effects: Iterable[Effect]) -> None:
         """Carry out effects (also those decided outside an event: the timers of state just loaded)."""
@@ -213,7 +239,11 @@ class CoordinatorRuntime:
         if isinstance(effect, Reply):
             answer = self._waiters.pop(effect.waiter, None)
             if answer is not None:
-                answer(effect.answer)
+                pending = {p: end for p, end in self._written.items() if not self._log.committed(p, end)}
+                if pending:
+                    self._defer(answer, effect.answer, pending)
+                else:
+                    answer(effect.answer)
         elif isinstance(effect, SetTimer):
             self._schedule(effect)
         elif isinstance(effect, CancelTimer):
@@ -244,7 +274,22 @@ class CoordinatorRuntime:
             log.warning("%s: records for %s not written: %s", self._name, effect.key, exc)
             code = getattr(exc, "code", None)
             return Written(failed=True, error=code if isinstance(code, int) and code else None)
+        self._written[partition] = max(self._written.get(partition, 0), last + 1)
         return Written(partition=partition, first_offset=last - len(effect.records) + 1)
+
+    def _defer(self, answer: Callable[[object], None], value: object, pending: dict[int, int]) -> None:
+        async def when_committed() -> None:
+            timeout_s = self._commit_timeout_s()
+            for partition, end in pending.items():
+                error = await self._log.wait_committed(partition, end, timeout_s)
+                if error:
+                    answer(self._uncommitted(value, error))
+                    return
+            answer(value)
+
+        task = asyncio.get_running_loop().create_task(when_committed())
+        self._deferred.add(task)
+        task.add_done_callback(self._deferred.discard)
 
     # ---- timers ----------------------------------------------------------------------------------
 
@@ -270,3 +315,5 @@ class CoordinatorRuntime:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        for task in self._deferred:
+            task.cancel()

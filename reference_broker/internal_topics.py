@@ -160,6 +160,23 @@ class InternalTopic:
         )
         return target.append_internal(batch)
 
+    def committed(self, partition: int, end_offset: int) -> bool:
+        target = self._host.partition(self.name, partition)
+        return target is not None and target.high_watermark >= end_offset
+
+    async def wait_committed(self, partition: int, end_offset: int, timeout_s: float) -> int:
+        """NONE once the high watermark passes ``end_offset`` (a coordinator's write is durable);
+        NOT_LEADER_OR_FOLLOWER if this broker stops leading, REQUEST_TIMED_OUT after ``timeout_s``."""
+        from kconform.codecs.errors import Errors
+
+        target = self._host.partition(self.name, partition)
+        if target is None:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        code = await target.wait_for_replication(end_offset, timeout_s)
+        # the high watermark passed: that is all a coordinator waits for (NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        # is an acks=all producer's concern; the high watermark does not move below min.insync.replicas)
+        return Errors.NONE if code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND else code
+
     def read(self, partition: int) -> Iterator[StoredRecord]:
         """Every record of one partition, from the log start to the log end, in offset order."""
         target = self._host.partition(self.name, partition)

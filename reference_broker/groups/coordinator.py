@@ -6,6 +6,7 @@ It reaches the node through ``GroupCoordinatorHost``, nothing else."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
@@ -69,6 +70,26 @@ class GroupCoordinatorHost(Protocol):
         """Whether the cluster has that partition (offset commits for others are refused)."""
 
 
+def uncommitted_answer(answer: object, error: int) -> object:
+    """What a member hears when the records behind its answer were not committed in time
+    (``CoordinatorOperationExceptionHelper``): NOT_COORDINATOR if the partition's leadership moved,
+    COORDINATOR_NOT_AVAILABLE otherwise; in the shape of the answer it replaces."""
+    code = (
+        Errors.NOT_COORDINATOR if error == Errors.NOT_LEADER_OR_FOLLOWER else Errors.COORDINATOR_NOT_AVAILABLE
+    )
+    if isinstance(answer, int):
+        return code
+    if isinstance(answer, JoinOutcome | SyncOutcome):
+        return dataclasses.replace(answer, error_code=code)
+    if isinstance(answer, dict):
+        return {key: code for key in answer}
+    if isinstance(answer, list):
+        return [code for _ in answer]
+    if isinstance(answer, tuple) and answer and isinstance(answer[0], int):
+        return (code, *(type(part)() for part in answer[1:]))
+    return GroupError(code)  # a KIP-848 heartbeat's outcome
+
+
 class GroupCoordinator:
     """Coordinates the groups of the ``__consumer_offsets`` partitions this broker leads: a partition's
     groups are loaded when the broker becomes its leader (``elect``) and dropped when it stops
@@ -78,7 +99,13 @@ class GroupCoordinator:
     def __init__(self, host: GroupCoordinatorHost) -> None:
         self._host = host
         self.state = GroupsState()
-        self.runtime = CoordinatorRuntime("group coordinator", self._decide, host.consumer_offsets)
+        self.runtime = CoordinatorRuntime(
+            "group coordinator",
+            self._decide,
+            host.consumer_offsets,
+            uncommitted=uncommitted_answer,
+            commit_timeout_s=lambda: int(host.config["offsets.commit.timeout.ms"]) / 1000,
+        )
         self.owned: dict[int, int] = {}  # __consumer_offsets partition -> the leader epoch it loaded at
 
     @property
@@ -229,27 +256,31 @@ class GroupCoordinator:
             )
         )
 
-    def heartbeat(self, *, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+    async def heartbeat(
+        self, *, group_id: str, generation: int, member_id: str, instance_id: str | None
+    ) -> int:
         if group_id and self.owner_error(group_id):
             return Errors.NOT_COORDINATOR
-        return self.runtime.call(
+        return await self.runtime.request(
             lambda waiter: ClassicHeartbeat(waiter, group_id, generation, member_id, instance_id)
         )
 
-    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+    async def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member) for LeaveGroup."""
         if group_id and self.owner_error(group_id):
             return Errors.NOT_COORDINATOR, []
-        return self.runtime.call(lambda waiter: LeaveGroup(waiter, group_id, tuple(leaving)))
+        return await self.runtime.request(lambda waiter: LeaveGroup(waiter, group_id, tuple(leaving)))
 
     # ---- KIP-848 -------------------------------------------------------------------------------------
 
-    def consumer_heartbeat(self, request: Heartbeat, *, leaving: bool) -> Outcome:
+    async def consumer_heartbeat(self, request: Heartbeat, *, leaving: bool) -> Outcome:
         """ConsumerGroupHeartbeat's decision (raises GroupError with the error to answer)."""
         self._host.consumer_offsets.ensure()
         if request.group_id and self.owner_error(request.group_id):
             raise GroupError(Errors.NOT_COORDINATOR)
-        answer = self.runtime.call(lambda waiter: ConsumerHeartbeat(waiter, request, leaving))
+        answer = await self.runtime.request(lambda waiter: ConsumerHeartbeat(waiter, request, leaving))
         if isinstance(answer, GroupError):
             raise answer
         return answer
@@ -259,10 +290,10 @@ class GroupCoordinator:
     def list_groups(self, states: list[str], types: list[str]) -> list[tuple[str, str, str, str]]:
         return list_groups(self.state, states, types)
 
-    def delete_groups(self, group_ids: list[str]) -> list[int]:
-        return self.runtime.call(lambda waiter: DeleteGroups(waiter, tuple(group_ids)))
+    async def delete_groups(self, group_ids: list[str]) -> list[int]:
+        return await self.runtime.request(lambda waiter: DeleteGroups(waiter, tuple(group_ids)))
 
-    def commit_offsets(
+    async def commit_offsets(
         self,
         *,
         group_id: str,
@@ -281,7 +312,7 @@ class GroupCoordinator:
             self._host.consumer_offsets.ensure()
             if self.owner_error(group_id):
                 return {(t, p): Errors.NOT_COORDINATOR for t, p, *_ in offsets}
-        return self.runtime.call(
+        return await self.runtime.request(
             lambda waiter: CommitOffsets(
                 waiter,
                 group_id,
@@ -315,9 +346,9 @@ class GroupCoordinator:
     ) -> dict[tuple[str, int], tuple[int, int, str, int]]:
         return fetch_offsets(self.state, group_id, topics, require_stable=require_stable, topic_ids=topic_ids)
 
-    def delete_offsets(
+    async def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]]
     ) -> tuple[int, dict[tuple[str, int], int]]:
         if group_id and self.owner_error(group_id):
             return Errors.NOT_COORDINATOR, {}
-        return self.runtime.call(lambda waiter: DeleteOffsets(waiter, group_id, tuple(partitions)))
+        return await self.runtime.request(lambda waiter: DeleteOffsets(waiter, group_id, tuple(partitions)))

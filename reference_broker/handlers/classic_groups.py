@@ -139,7 +139,7 @@ async def sync_group(broker, ctx, request) -> SyncGroupResponse:
 
 @handles(12)
 async def heartbeat(broker, ctx, request) -> HeartbeatResponse:
-    code = broker.group_coordinator.heartbeat(
+    code = await broker.group_coordinator.heartbeat(
         group_id=request.group_id,
         generation=request.generation_id,
         member_id=request.member_id,
@@ -151,10 +151,12 @@ async def heartbeat(broker, ctx, request) -> HeartbeatResponse:
 @handles(13)
 async def leave_group(broker, ctx, request) -> LeaveGroupResponse:
     if ctx.api_version < 3:
-        top, results = broker.group_coordinator.leave_group(request.group_id, [(request.member_id, None)])
+        top, results = await broker.group_coordinator.leave_group(
+            request.group_id, [(request.member_id, None)]
+        )
         return LeaveGroupResponse(error_code=results[0] if top == Errors.NONE else top)
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    top, results = broker.group_coordinator.leave_group(request.group_id, leaving)
+    top, results = await broker.group_coordinator.leave_group(request.group_id, leaving)
     if top != Errors.NONE:
         return LeaveGroupResponse(error_code=top)
     return LeaveGroupResponse(
@@ -245,7 +247,7 @@ async def list_groups(broker, ctx, request) -> ListGroupsResponse:
 @handles(42)
 async def delete_groups(broker, ctx, request) -> DeleteGroupsResponse:
     names = list(request.groups_names)
-    codes = broker.group_coordinator.delete_groups(names)
+    codes = await broker.group_coordinator.delete_groups(names)
     return DeleteGroupsResponse(
         results=[
             DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=c)

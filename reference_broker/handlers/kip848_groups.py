@@ -62,7 +62,7 @@ async def consumer_group_heartbeat(broker, ctx, request) -> ConsumerGroupHeartbe
     hb = _request(request, ctx)
     leaving = hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
     try:
-        outcome = broker.group_coordinator.consumer_heartbeat(hb, leaving=leaving)
+        outcome = await broker.group_coordinator.consumer_heartbeat(hb, leaving=leaving)
     except GroupError as exc:
         return ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=str(exc))
     R = ConsumerGroupHeartbeatResponse  # noqa: N806

@@ -138,7 +138,7 @@ async def offset_commit(broker, ctx, request) -> OffsetCommitResponse:
     answer = _CommitAnswer(by_id, R.OffsetCommitResponseTopic, R.OffsetCommitResponsePartition)
     accepted = _sort_out(broker, request.topics, by_id, answer)
     if accepted:
-        results = broker.group_coordinator.commit_offsets(
+        results = await broker.group_coordinator.commit_offsets(
             group_id=request.group_id,
             generation=request.generation_id_or_member_epoch if version >= 1 else -1,
             member_id=request.member_id if version >= 1 else "",
@@ -166,7 +166,7 @@ _OPERATION_ERRORS = {
 }
 
 
-def _offsets_partition_in_transaction(broker, version: int, request) -> int:
+async def _offsets_partition_in_transaction(broker, version: int, request) -> int:
     """ReplicaManager.maybeSendPartitionToTransactionCoordinator for the group's offsets partition:
     v5 (ADD_PARTITION) adds it to the transaction with the client at transaction version 2 (Kafka sends
     AddPartitionsToTxn v5 with verifyOnly false); v4 and below only verify it, and only with
@@ -194,7 +194,9 @@ def _offsets_partition_in_transaction(broker, version: int, request) -> int:
     coordinator = broker.transaction_coordinator
     if adds:
         try:
-            coordinator.add_partitions(request.transactional_id, pid, epoch, {tp}, transaction_version=2)
+            await coordinator.add_partitions(
+                request.transactional_id, pid, epoch, {tp}, transaction_version=2
+            )
             code = Errors.NONE
         except TxnError as exc:
             code = exc.code
@@ -215,14 +217,16 @@ async def txn_offset_commit(broker, ctx, request) -> TxnOffsetCommitResponse:
         return TxnOffsetCommitResponse(topics=answer.topics)
     # GroupCoordinatorService.commitTransactionalOffsets: an empty group id first, then the
     # transaction (scheduleTransactionalWriteOperation), then the group's own rules.
-    code = _offsets_partition_in_transaction(broker, version, request) if request.group_id else Errors.NONE
+    code = (
+        await _offsets_partition_in_transaction(broker, version, request) if request.group_id else Errors.NONE
+    )
     if code != Errors.NONE:
         code = _OPERATION_ERRORS.get(code, code)
         if version < 2 and code == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             code = Errors.COORDINATOR_NOT_AVAILABLE  # handleTxnOffsetCommitRequest, for 0.11 to 2.0 clients
         results = {(name, p.partition_index): code for _, name, parts in accepted for p in parts}
     else:
-        results = broker.group_coordinator.commit_offsets(
+        results = await broker.group_coordinator.commit_offsets(
             group_id=request.group_id,
             generation=request.generation_id if version >= 3 else -1,
             member_id=request.member_id if version >= 3 else "",
@@ -368,7 +372,7 @@ async def offset_fetch(broker, ctx, request) -> OffsetFetchResponse:
 @handles(47)
 async def offset_delete(broker, ctx, request) -> OffsetDeleteResponse:
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error, results = broker.group_coordinator.delete_offsets(request.group_id, wanted)
+    error, results = await broker.group_coordinator.delete_offsets(request.group_id, wanted)
     if error != Errors.NONE:
         return OffsetDeleteResponse(error_code=error)
     return OffsetDeleteResponse(

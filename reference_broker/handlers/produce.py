@@ -149,7 +149,7 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             partition = broker.partition(name, data.index)
             # handleProduceAppend checks the transaction before appendRecords checks acks: a
             # partition the coordinator refused keeps that error whatever the acks.
-            refused, message = _transaction_check(broker, partition, records, request, version)
+            refused, message = await _transaction_check(broker, partition, records, request, version)
             if refused:
                 partitions.append(_error(data.index, refused, message))
                 continue
@@ -186,7 +186,7 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
     return ProduceResponse(responses=responses)
 
 
-def _transaction_check(
+async def _transaction_check(
     broker, partition, records: FramedRecords | None, request, version: int
 ) -> tuple[int, str | None]:
     """KIP-890 for the first transactional batch of a producer in a partition (ReplicaManager
@@ -224,7 +224,7 @@ def _transaction_check(
     coordinator = broker.transaction_coordinator
     if adds:
         try:
-            coordinator.add_partitions(
+            await coordinator.add_partitions(
                 request.transactional_id,
                 header.producer_id,
                 header.producer_epoch,

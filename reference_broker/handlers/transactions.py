@@ -62,7 +62,7 @@ async def init_producer_id(broker, ctx, request) -> InitProducerIdResponse:
     if version >= 3 and request.producer_id != -1:
         expected = ProducerIdAndEpoch(request.producer_id, request.producer_epoch)
     try:
-        result = broker.transaction_coordinator.init_producer_id(
+        result = await broker.transaction_coordinator.init_producer_id(
             request.transactional_id, request.transaction_timeout_ms, expected
         )
     except TxnError as exc:
@@ -85,7 +85,9 @@ def _topic_results(partitions: dict[tuple[str, int], int]) -> list:
     ]
 
 
-def _add_partitions(broker, version: int, txn_id, producer_id, producer_epoch, verify_only, topics) -> list:
+async def _add_partitions(
+    broker, version: int, txn_id, producer_id, producer_epoch, verify_only, topics
+) -> list:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.transaction_coordinator
     unknown = {tp for tp in wanted if broker.partition(*tp) is None}
@@ -106,7 +108,7 @@ def _add_partitions(broker, version: int, txn_id, producer_id, producer_epoch, v
         )
     try:
         # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4 and above are TV_2.
-        coordinator.add_partitions(
+        await coordinator.add_partitions(
             txn_id, producer_id, producer_epoch, set(wanted), transaction_version=2 if version > 3 else 0
         )
         code = Errors.NONE
@@ -119,7 +121,7 @@ def _add_partitions(broker, version: int, txn_id, producer_id, producer_epoch, v
 async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnResponse:
     version = ctx.api_version
     if version < 4:
-        results = _add_partitions(
+        results = await _add_partitions(
             broker,
             version,
             request.v3_and_below_transactional_id,
@@ -131,7 +133,7 @@ async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnRespo
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
     transactions = []
     for txn in request.transactions:
-        results = _add_partitions(
+        results = await _add_partitions(
             broker,
             version,
             txn.transactional_id,
@@ -153,7 +155,7 @@ async def add_offsets_to_txn(broker, ctx, request) -> AddOffsetsToTxnResponse:
     offsets.ensure()
     offsets_partition = (offsets.name, offsets.partition_for(request.group_id))
     try:
-        broker.transaction_coordinator.add_offsets(
+        await broker.transaction_coordinator.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition
         )
         code = Errors.NONE
@@ -167,7 +169,7 @@ async def end_txn(broker, ctx, request) -> EndTxnResponse:
     version = ctx.api_version
     try:
         # KafkaApis.handleEndTxnRequest: TransactionVersion.transactionVersionForEndTxn, v5 is TV_2.
-        result = broker.transaction_coordinator.end_txn(
+        result = await broker.transaction_coordinator.end_txn(
             request.transactional_id,
             request.producer_id,
             request.producer_epoch,

@@ -11,6 +11,7 @@ transaction passes through PrepareCommit/PrepareAbort only for as long as the wr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from kconform.codecs.errors import Errors
@@ -51,6 +52,15 @@ __all__ = ["NO_PRODUCER", "ProducerIdAndEpoch", "TransactionCoordinator", "TxnEr
 log = logging.getLogger(__name__)
 
 
+def _uncommitted(decision: TxnDecision, error: int) -> TxnDecision:
+    """``TransactionStateManager.appendTransactionToLog``'s mapping: a write that leadership lost is
+    NOT_COORDINATOR, one not replicated in time COORDINATOR_NOT_AVAILABLE."""
+    code = (
+        Errors.NOT_COORDINATOR if error == Errors.NOT_LEADER_OR_FOLLOWER else Errors.COORDINATOR_NOT_AVAILABLE
+    )
+    return dataclasses.replace(decision, error=code)
+
+
 class TransactionCoordinator:
     def __init__(self, host: TxnCoordinatorHost) -> None:
         self._host = host
@@ -62,6 +72,8 @@ class TransactionCoordinator:
             lambda event: decide(self.txns, event, self._context()),
             host.transaction_state,
             effects={WriteMarkers: self._write_markers},
+            uncommitted=_uncommitted,
+            commit_timeout_s=lambda: int(host.config["request.timeout.ms"]) / 1000,
         )
 
     @property
@@ -132,10 +144,10 @@ class TransactionCoordinator:
 
     # ---- the markers, the one effect of its own ------------------------------------------------------
 
-    def _answer(self, event) -> ProducerIdAndEpoch:
+    async def _answer(self, event) -> ProducerIdAndEpoch:
         if self._owner_error(event.transactional_id):
             raise TxnError(Errors.NOT_COORDINATOR)
-        decision: TxnDecision = self.runtime.call(lambda waiter: TxnRequest(waiter, event))
+        decision: TxnDecision = await self.runtime.request(lambda waiter: TxnRequest(waiter, event))
         if decision.error != Errors.NONE:
             raise TxnError(decision.error)
         return decision.producer
@@ -169,13 +181,13 @@ class TransactionCoordinator:
 
     # ---- requests ------------------------------------------------------------------------------------
 
-    def init_producer_id(
+    async def init_producer_id(
         self, transactional_id: str, timeout_ms: int, expected: ProducerIdAndEpoch | None
     ) -> ProducerIdAndEpoch:
         """The producer id and epoch for a transactional producer (raises TxnError)."""
-        return self._answer(InitProducerId(transactional_id, timeout_ms, expected))
+        return await self._answer(InitProducerId(transactional_id, timeout_ms, expected))
 
-    def add_partitions(
+    async def add_partitions(
         self,
         transactional_id: str,
         producer_id: int,
@@ -189,14 +201,14 @@ class TransactionCoordinator:
         event = AddPartitions(
             transactional_id, producer_id, producer_epoch, frozenset(partitions), transaction_version
         )
-        self._answer(event)
+        await self._answer(event)
 
-    def add_offsets(
+    async def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, offsets_partition: tuple[str, int]
     ) -> None:
         """AddOffsetsToTxn, with the group's ``__consumer_offsets`` partition (raises TxnError)."""
         event = AddOffsets(transactional_id, producer_id, producer_epoch, offsets_partition)
-        self._answer(event)
+        await self._answer(event)
 
     def verify_partitions_in_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[tuple[str, int]]
@@ -205,7 +217,7 @@ class TransactionCoordinator:
         event = VerifyPartitions(transactional_id, producer_id, producer_epoch, frozenset(partitions))
         return rules.verify_partitions(self.txns.get(transactional_id), event)
 
-    def end_txn(
+    async def end_txn(
         self,
         transactional_id: str,
         producer_id: int,
@@ -217,7 +229,7 @@ class TransactionCoordinator:
         """EndTxn (raises TxnError). ``transaction_version`` is the client's, from the request version
         (2 for EndTxn v5); the answer is the producer id and epoch an EndTxn v5 response carries."""
         event = EndTxn(transactional_id, producer_id, producer_epoch, commit, transaction_version)
-        return self._answer(event)
+        return await self._answer(event)
 
     # ---- timeouts ------------------------------------------------------------------------------------
 

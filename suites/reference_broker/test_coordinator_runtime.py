@@ -1,7 +1,9 @@
 """The coordinator runtime's contract, with a toy coordinator: effects happen in order, a write's
 ``then`` is decided with the write's result before the next effect, a failed write reaches the rules as
 ``failed`` with the storage's code, a request is answered through its number, a coordinator's own
-effect is carried out by the function it registered, and a rule's exception stops what follows."""
+effect is carried out by the function it registered, a rule's exception stops what follows, and an
+answer decided after a write goes out only once that write is committed (or, failing that, as the
+coordinator's ``uncommitted`` makes it)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,15 @@ class Log:
         self.appended: list[tuple[int, tuple]] = []
         self.fail_with = fail_with
         self.stored = stored
+        self.high_watermark: int | None = None  # None: every write is committed at once (one replica)
+        self.outcome = 0
+
+    def committed(self, partition: int, end_offset: int) -> bool:
+        return self.high_watermark is None or self.high_watermark >= end_offset
+
+    async def wait_committed(self, partition: int, end_offset: int, timeout_s: float) -> int:
+        await self.released.wait()
+        return self.outcome
 
     @property
     def exists(self) -> bool:
@@ -162,3 +173,33 @@ def test_load_replays_every_partition_of_the_log_in_order_and_nothing_when_there
     seen.clear()
     CoordinatorRuntime("toy", lambda event: [], Log()).load(replay)
     assert seen == []
+
+
+@pytest.mark.parametrize("outcome", [0, 6, 7])
+def test_an_answer_after_a_write_waits_until_the_write_is_committed(outcome):
+    # CoordinatorRuntime's deferred event queue: completeUpTo(high watermark); a write that is not
+    # committed (leadership lost: 6 NOT_LEADER_OR_FOLLOWER; timed out: 7) answers what the coordinator
+    # maps it to.
+    async def scenario():
+        log = Log()
+        log.high_watermark = 0  # followers have not copied anything yet
+        log.released = asyncio.Event()
+        log.outcome = outcome
+        runtime = CoordinatorRuntime(
+            "toy",
+            toy([]),
+            log,
+            effects={Shout: lambda e: Shouted(e.text)},
+            uncommitted=lambda answer, error: ("uncommitted", error),
+        )
+        asking = asyncio.ensure_future(runtime.request(lambda waiter: Ask(waiter, "abc")))
+        await asyncio.sleep(0.05)
+        assert not asking.done(), "answered before the write was committed"
+        log.released.set()
+        return await asyncio.wait_for(asking, 5)
+
+    answer = asyncio.run(scenario())
+    if outcome == 0:
+        assert answer == Written(partition=3, first_offset=10)
+    else:
+        assert answer == ("uncommitted", outcome)
