@@ -42,6 +42,24 @@ class Skip:
 ALLOWED: list[tuple[str, str, str, str]] = [
     # --- tools the machine lacks (ci/install-tools.sh) ------------------------------------------------
     (
+        "reference_broker/cluster/test_real_clients_failover.py",
+        "mark.skipif",
+        "kcat is installed by ci/install-tools.sh",
+        INSTALL_TOOLS,
+    ),
+    (
+        "reference_broker/cluster/test_real_clients_failover.py",
+        "mark.skipif",
+        "kafkajs is installed by ci/install-tools.sh (npm)",
+        INSTALL_TOOLS,
+    ),
+    (
+        "reference_broker/cluster/test_real_clients_failover.py",
+        "skip",
+        "Go and sarama are installed by ci/install-tools.sh (golang-github-shopify-sarama-dev)",
+        INSTALL_TOOLS,
+    ),
+    (
         "reference_broker/live/test_real_clients.py",
         "mark.skipif",
         "kcat is installed by ci/install-tools.sh",
