@@ -30,6 +30,21 @@ def broker_bench(records: int, as_json: bool) -> None:
     run(records=records, as_json=as_json)
 
 
+@bench.command("cluster")
+@click.option("--records", default=200_000, show_default=True, help="records for the throughput runs")
+@click.option("--latency-seconds", default=20.0, show_default=True, help="length of each paced latency run")
+@click.option(
+    "--kills", default=10, show_default=True, help="partition leader SIGKILLs for the failover window"
+)
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
+def cluster_bench(records: int, latency_seconds: float, kills: int, as_json: bool) -> None:
+    """A three-broker cluster (replication factor 3) against a single node and librdkafka's mock:
+    throughput, end-to-end latency at a fixed rate, and the failover window after a leader's SIGKILL."""
+    from .cluster_bench import run
+
+    run(records=records, latency_seconds=latency_seconds, kills=kills, as_json=as_json)
+
+
 @bench.command("client")
 @click.option("--records", default=1_000_000, show_default=True, help="records to produce and consume")
 @click.option("--partitions", default=4, show_default=True, help="partitions of the benchmark topic")
