@@ -218,9 +218,9 @@ def _offset_commit_keeps_first() -> None:
     from .groups.coordinator import GroupCoordinator
 
     def make(commit_offsets):
-        def keep_first(self, *, group_id, **kw):
+        async def keep_first(self, *, group_id, **kw):
             before = dict(self.offsets.get(group_id, {}))
-            results = commit_offsets(self, group_id=group_id, **kw)
+            results = await commit_offsets(self, group_id=group_id, **kw)
             self.offsets[group_id].update(before)  # acknowledged, but the first commit stays
             return results
 

@@ -233,16 +233,26 @@ def test_unfenced_broker_leads_uncleanly_only_where_topic_allows(controller):
     assert (strict.leader, strict.isr) == (-1, (1,))
 
 
-def test_tick_elects_unclean_leaders_once_topic_allows(controller):
-    """ReplicationControlManager.maybeTriggerUncleanLeaderElectionForLeaderlessPartitions."""
+def test_tick_elects_unclean_leaders_once_topic_allows(controller, clock):
+    """ReplicationControlManager.maybeTriggerUncleanLeaderElectionForLeaderlessPartitions, run every
+    unclean.leader.election.interval.ms (QuorumController's periodic task)."""
     controller.create_topic("t", [[1, 2]], {})
     controller.heartbeat(heartbeat(2, controller.epochs[2], want_fence=True))
     controller.heartbeat(heartbeat(1, controller.epochs[1], want_fence=True))
     controller.heartbeat(heartbeat(2, controller.epochs[2], controller.metadata.end_offset))
-    controller.tick()
+    interval_ms = int(controller.config["unclean.leader.election.interval.ms"])
+
+    def tick_after(ms: int) -> None:
+        clock.advance(ms)
+        controller.heartbeat(heartbeat(2, controller.epochs[2], controller.metadata.end_offset))  # alive
+        controller.tick()
+
+    tick_after(interval_ms)
     assert controller.image.get("t").partitions[0].leader == -1
     controller.alter_topic_configs("t", {"unclean.leader.election.enable": "true"})
-    controller.tick()
+    tick_after(interval_ms - 1)
+    assert controller.image.get("t").partitions[0].leader == -1, "elected before the interval passed"
+    tick_after(1)
     p = controller.image.get("t").partitions[0]
     assert (p.leader, p.isr, p.leader_recovery_state) == (2, (2,), 1)
 
