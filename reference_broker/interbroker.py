@@ -21,7 +21,7 @@ from kconform.codecs import FrameDecoder, api_schema, encode_request, size_prefi
 from kconform.codecs.framing import decode_response_lenient
 from kconform.codecs.messages import ApiVersionsRequest
 
-__all__ = ["InterBrokerConnection", "NodeChannel", "PeerUnavailable", "UnsupportedByPeer"]
+__all__ = ["BrokerChannels", "InterBrokerConnection", "NodeChannel", "PeerUnavailable", "UnsupportedByPeer"]
 
 _API_VERSIONS = 18
 _UNSUPPORTED_VERSION = 35
@@ -288,3 +288,27 @@ class NodeChannel:
                 raise
             self._conn_address, self._failed_at = address, None
             return self._conn
+
+
+class BrokerChannels:
+    """A ``NodeChannel`` per broker id, each following the broker's current address (Kafka's
+    ``NetworkClient`` to other brokers, as the transaction marker and AddPartitionsToTxn managers
+    keep one)."""
+
+    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], *, client_id: str) -> None:
+        self._address_of = address_of
+        self._client_id = client_id
+        self._channels: dict[int, NodeChannel] = {}
+
+    async def send(self, broker_id: int, api_key: int, body, *, version: int | None = None, timeout_s: float):
+        channel = self._channels.get(broker_id)
+        if channel is None:
+            channel = self._channels[broker_id] = NodeChannel(
+                lambda: self._address_of(broker_id), client_id=self._client_id
+            )
+        return await channel.send(api_key, body, version=version, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()

@@ -64,10 +64,8 @@ class GroupCoordinatorHost(Protocol):
 
     @property
     def topics(self) -> Iterable[TopicInfo]:
-        """The cluster's topics, for KIP-848 assignments."""
-
-    def partition(self, topic_name: str, index: int) -> object | None:
-        """Whether the cluster has that partition (offset commits for others are refused)."""
+        """The cluster's topics, for KIP-848 assignments and for telling which partitions exist
+        (``get(name)``): offset commits for others are refused."""
 
 
 def uncommitted_answer(answer: object, error: int) -> object:
@@ -293,6 +291,11 @@ class GroupCoordinator:
     async def delete_groups(self, group_ids: list[str]) -> list[int]:
         return await self.runtime.request(lambda waiter: DeleteGroups(waiter, tuple(group_ids)))
 
+    def _in_cluster(self, topic: str, index: int) -> bool:
+        """``metadataCache.contains``: the partition exists, on whichever brokers."""
+        info = self._host.topics.get(topic)
+        return info is not None and 0 <= index < len(info.partitions)
+
     async def commit_offsets(
         self,
         *,
@@ -307,7 +310,7 @@ class GroupCoordinator:
         topic_ids: Mapping[str, UUID] | None = None,
     ) -> dict[tuple[str, int], int]:
         """Commit (topic, partition, offset, leader epoch, metadata) entries; the error per partition."""
-        unknown = frozenset((t, p) for t, p, *_ in offsets if self._host.partition(t, p) is None)
+        unknown = frozenset((t, p) for t, p, *_ in offsets if not self._in_cluster(t, p))
         if group_id and len(unknown) < len({(t, p) for t, p, *_ in offsets}):
             self._host.consumer_offsets.ensure()
             if self.owner_error(group_id):

@@ -32,7 +32,7 @@ from kconform.codecs.messages import (
     TxnOffsetCommitResponse,
 )
 
-from ..transactions.coordinator import TxnError
+from ..transactions.partition_verification import add_or_verify_partitions
 from . import handles
 
 ZERO_UUID = UUID(int=0)
@@ -99,8 +99,10 @@ def _sort_out(broker, topics, by_id: bool, answer: _CommitAnswer) -> list[tuple[
             answer.add(topic_id, name, indexes, Errors.UNKNOWN_TOPIC_OR_PARTITION)
         else:
             valid = []
+            partition_count = len(broker.topics.get(name).partitions)
             for p in t.partitions:
-                if broker.partition(name, p.partition_index) is None:
+                # metadataCache.contains: the partition exists in the cluster, wherever it leads
+                if not 0 <= p.partition_index < partition_count:
                     answer.add(topic_id, name, [p.partition_index], Errors.UNKNOWN_TOPIC_OR_PARTITION)
                 else:
                     valid.append(p)
@@ -191,19 +193,12 @@ async def _offsets_partition_in_transaction(broker, version: int, request) -> in
     if entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == epoch:
         return Errors.NONE
     tp = (offsets.name, index)
-    coordinator = broker.transaction_coordinator
-    if adds:
-        try:
-            await coordinator.add_partitions(
-                request.transactional_id, pid, epoch, {tp}, transaction_version=2
-            )
-            code = Errors.NONE
-        except TxnError as exc:
-            code = exc.code
-    else:
-        code = coordinator.verify_partitions_in_transaction(request.transactional_id, pid, epoch, {tp})[tp]
-        if code == Errors.TRANSACTION_ABORTABLE and version < 4:
-            code = Errors.INVALID_TXN_STATE
+    codes = await add_or_verify_partitions(
+        broker, request.transactional_id, pid, epoch, {tp}, verify_only=not adds, transaction_version=2
+    )
+    code = codes[tp]
+    if not adds and code == Errors.TRANSACTION_ABORTABLE and version < 4:
+        code = Errors.INVALID_TXN_STATE
     return Errors.INVALID_PRODUCER_EPOCH if code == Errors.PRODUCER_FENCED else code
 
 

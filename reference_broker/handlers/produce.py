@@ -27,7 +27,7 @@ from kconform.codecs.messages import ProduceResponse
 
 from ..dispatch import CloseConnection
 from ..partition import PartitionError
-from ..transactions.coordinator import TxnError
+from ..transactions.partition_verification import add_or_verify_partitions
 from ..validation import (
     FramedRecords,
     RecordsRejected,
@@ -221,24 +221,16 @@ async def _transaction_check(
     ):
         return Errors.NONE, None  # UnifiedLog.hasOngoingTransaction: the transaction is open here
     key = (partition.topic_name, partition.index)
-    coordinator = broker.transaction_coordinator
-    if adds:
-        try:
-            await coordinator.add_partitions(
-                request.transactional_id,
-                header.producer_id,
-                header.producer_epoch,
-                {key},
-                transaction_version=ADDED_BY_PRODUCE_TRANSACTION_VERSION,
-            )
-            code = Errors.NONE
-        except TxnError as exc:
-            code = exc.code
-    else:
-        code = coordinator.verify_partitions_in_transaction(
-            request.transactional_id, header.producer_id, header.producer_epoch, {key}
-        )[key]
-    return transaction_check_answer(code, version)
+    codes = await add_or_verify_partitions(
+        broker,
+        request.transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        {key},
+        verify_only=not adds,
+        transaction_version=ADDED_BY_PRODUCE_TRANSACTION_VERSION,
+    )
+    return transaction_check_answer(codes[key], version)
 
 
 def transaction_check_answer(code: int, version: int) -> tuple[int, str | None]:

@@ -54,8 +54,8 @@ _UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 def _delete_records_in(broker, topic: str, index: int, offset: int) -> tuple[int, int]:
     """(error code, low watermark) for one partition."""
     partition = broker.partition(topic, index)
-    if partition is None:
-        return Errors.UNKNOWN_TOPIC_OR_PARTITION, _INVALID_LOW_WATERMARK
+    if partition is None:  # NOT_LEADER_OR_FOLLOWER when it leads elsewhere
+        return broker.missing_partition_error(topic, index, by_id=False), _INVALID_LOW_WATERMARK
     if topic in INTERNAL_TOPICS:
         return Errors.INVALID_TOPIC_EXCEPTION, _INVALID_LOW_WATERMARK
     policy = [part.strip() for part in partition.settings.get("cleanup.policy", "delete").split(",")]
@@ -126,7 +126,7 @@ async def offset_for_leader_epoch(broker, ctx, request) -> OffsetForLeaderEpochR
             out = EpochEndOffset(partition=p.partition)
             partition = broker.partition(topic.topic, p.partition)
             if partition is None:
-                out.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                out.error_code = broker.missing_partition_error(topic.topic, p.partition, by_id=False)
             else:
                 out.error_code = _leader_epoch_error(partition, p.current_leader_epoch)
                 if out.error_code == Errors.NONE:

@@ -85,12 +85,18 @@ def _topic_results(partitions: dict[tuple[str, int], int]) -> list:
     ]
 
 
+def _in_cluster(broker, topic: str, index: int) -> bool:
+    """``metadataCache.contains``: the partition exists somewhere in the cluster (it need not be here)."""
+    info = broker.topics.get(topic)
+    return info is not None and 0 <= index < len(info.partitions)
+
+
 async def _add_partitions(
     broker, version: int, txn_id, producer_id, producer_epoch, verify_only, topics
 ) -> list:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.transaction_coordinator
-    unknown = {tp for tp in wanted if broker.partition(*tp) is None}
+    unknown = {tp for tp in wanted if not _in_cluster(broker, *tp)}
     if unknown:
         # Any unknown partition fails the whole transaction's request; the others were not attempted
         # (checked before the verify-only branch, as handleAddPartitionsToTxnRequest does).

@@ -1,7 +1,9 @@
 """WriteTxnMarkers (key 27): a transaction coordinator asks this leader to write COMMIT or ABORT
 markers (``KafkaApis.handleWriteTxnMarkersRequest``). Each marker is written to its partitions with
-``write_txn_markers``; errors are per partition (UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, and the
-producer state's INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED). Kafka collects the results in
+acks=-1 and ``request.timeout.ms`` (``write_markers_replicated``), so a partition answers NONE only once
+its in-sync replicas have the marker; errors are per partition (UNKNOWN_TOPIC_OR_PARTITION,
+NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS[_AFTER_APPEND], REQUEST_TIMED_OUT, and the producer state's
+INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED). Kafka collects the results in
 a map keyed by producer id, so the response has one result per producer id: markers of the same producer
 are merged (a partition named twice keeps the last answer), and a marker naming no partition has none.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from kconform.codecs.messages import WriteTxnMarkersResponse
 
-from ..transactions.marker_writer import write_txn_markers
+from ..transactions.marker_writer import write_markers_replicated
 from . import handles
 
 R = WriteTxnMarkersResponse
@@ -30,7 +32,7 @@ async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
         if not wanted:
             continue
-        codes = write_txn_markers(
+        codes = await write_markers_replicated(
             broker,
             producer_id=marker.producer_id,
             producer_epoch=marker.producer_epoch,
@@ -38,6 +40,7 @@ async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
             commit=marker.transaction_result,
             partitions=wanted,
             transaction_version=transaction_version,
+            timeout_s=int(broker.config["request.timeout.ms"]) / 1000,
         )
         by_producer.setdefault(marker.producer_id, {}).update(codes)
     return WriteTxnMarkersResponse(markers=[_result(pid, codes) for pid, codes in by_producer.items()])

@@ -4,9 +4,13 @@ timed-out check and the load's unfinished transactions to the coordinator runtim
 what the rules decide (``effects``: records, then markers, then the completion). The markers are the one
 effect of its own it carries out. It reaches the node only through ``TxnCoordinatorHost``.
 
-A decision is carried out at once: markers are written to this node's own partitions directly, so a
-transaction passes through PrepareCommit/PrepareAbort only for as long as the writes take. As Kafka's
-``completeTransitionTo`` does, the state in memory changes only once its record is written."""
+Markers go to the leaders of the transaction's partitions (``marker_delivery``), in the background as
+Kafka's ``TransactionMarkerChannelManager`` sends them: the EndTxn answer goes out once the prepare
+record is committed, and the transaction stays in PrepareCommit/PrepareAbort (other requests get
+CONCURRENT_TRANSACTIONS) until every marker is in, when the completion is written. A partition this
+broker leads with no other in-sync replica takes its marker at once, so on a single node a transaction
+completes within the EndTxn it ends. As Kafka's ``completeTransitionTo`` does, the state in memory
+changes only once its record is written."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import logging
 from kconform.codecs.errors import Errors
 
 from ..coordinator_runtime import CoordinatorRuntime
+from ..interbroker import BrokerChannels
 from ..internal_topics import CorruptInternalTopic
 from . import rules
 from .decisions import (
@@ -25,6 +30,7 @@ from .decisions import (
     AddPartitions,
     EndTxn,
     InitProducerId,
+    MarkerWrite,
     ProducerIdAndEpoch,
     TxnDecision,
     TxnError,
@@ -42,7 +48,8 @@ from .effects import (
 )
 from .host import TxnCoordinatorHost
 from .log_records import TxnRecordError, decode_txn_key, decode_txn_value
-from .marker_writer import write_txn_markers
+from .marker_delivery import MarkerFate, deliver_markers, fate_of, route
+from .marker_writer import write_markers_replicated, write_txn_markers
 from .metadata import TxnMetadata
 from .states import TxnState
 
@@ -50,6 +57,7 @@ from .states import TxnState
 __all__ = ["NO_PRODUCER", "ProducerIdAndEpoch", "TransactionCoordinator", "TxnError"]
 
 log = logging.getLogger(__name__)
+WRITE_TXN_MARKERS = 27
 
 
 def _uncommitted(decision: TxnDecision, error: int) -> TxnDecision:
@@ -67,6 +75,8 @@ class TransactionCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, int] = {}  # __transaction_state partition -> the leader epoch it loaded at
         self._task: asyncio.Task | None = None
+        self._deliveries: dict[str, tuple[int, asyncio.Task]] = {}  # id -> its partition, the sender
+        self.peers = BrokerChannels(host.endpoint_of, client_id=f"kconform-txn-{host.node_id}")
         self.runtime = CoordinatorRuntime(
             "transaction coordinator",
             lambda event: decide(self.txns, event, self._context()),
@@ -107,6 +117,10 @@ class TransactionCoordinator:
             self._unload(partition)
 
     def _unload(self, partition: int) -> None:
+        for transactional_id, (owner, task) in list(self._deliveries.items()):
+            if owner == partition:  # Kafka's removeMarkersForTxnTopicPartition
+                task.cancel()
+                del self._deliveries[transactional_id]
         topic = self._host.transaction_state
         for transactional_id in [t for t in self.txns if topic.partition_for(t) == partition]:
             del self.txns[transactional_id]
@@ -119,6 +133,12 @@ class TransactionCoordinator:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        deliveries = [task for _owner, task in self._deliveries.values()]
+        self._deliveries.clear()
+        for task in deliveries:
+            task.cancel()
+        await asyncio.gather(*deliveries, return_exceptions=True)
+        self.peers.close()
         self.runtime.stop()
 
     def _load_partition(self, partition: int, stored_records) -> None:
@@ -152,27 +172,113 @@ class TransactionCoordinator:
             raise TxnError(decision.error)
         return decision.producer
 
-    def _write_markers(self, effect: WriteMarkers) -> MarkersWritten:
+    def _write_markers(self, effect: WriteMarkers) -> MarkersWritten | None:
+        """Write at once what can be written at once; send the rest in the background. The completion
+        (``MarkersWritten``) is decided now when nothing is left, else when the delivery ends."""
         markers = effect.markers
-        results = write_txn_markers(
+        coordinator_epoch = self._coordinator_epoch(markers.transactional_id)
+        routes = route(markers.partitions, self._leader_of)
+        at_once = [tp for tp in routes.by_leader.get(self._host.node_id, ()) if self._sole_replica(tp)]
+        left = set(markers.partitions) - set(routes.deleted) - set(at_once)
+        codes = write_txn_markers(
             self._host,
             producer_id=markers.producer_id,
             producer_epoch=markers.producer_epoch,
-            coordinator_epoch=self._coordinator_epoch(markers.transactional_id),
+            coordinator_epoch=coordinator_epoch,
             commit=markers.commit,
-            partitions=markers.partitions,
+            partitions=at_once,
             transaction_version=markers.transaction_version,
         )
-        for (topic, partition), code in results.items():
-            if code not in (Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION):
+        for (topic, partition), code in codes.items():
+            fate = fate_of(code)
+            if fate is MarkerFate.ABANDON:
                 log.error(
-                    "marker for %s on %s-%d failed with error %d",
+                    "markers for %s abandoned: %s-%d answered error %d",
                     markers.transactional_id,
                     topic,
                     partition,
                     code,
                 )
-        return MarkersWritten(markers)
+                return None
+            if fate is MarkerFate.RETRY:
+                left.add((topic, partition))
+        if not left:
+            return MarkersWritten(markers)
+        self._start_delivery(markers, coordinator_epoch, left)
+        return None
+
+    def _sole_replica(self, tp: tuple[str, int]) -> bool:
+        """This broker leads the partition and no other replica is in sync: a marker written here is
+        committed as it is appended."""
+        partition = self._host.partition(*tp)
+        if partition is None or not partition.is_leader:
+            return False
+        return tuple(partition.leadership.maximal_isr) == (self._host.node_id,)
+
+    def _leader_of(self, topic: str, index: int) -> int | None:
+        info = self._host.image.get(topic)
+        if info is None or not 0 <= index < len(info.partitions):
+            return None
+        return info.partitions[index].leader
+
+    def _start_delivery(self, markers: MarkerWrite, coordinator_epoch: int, left: set) -> None:
+        transactional_id = markers.transactional_id
+        owner = self._host.transaction_state.partition_for(transactional_id)
+        owned_at = self.owned.get(owner)
+
+        def still_current() -> bool:
+            meta = self.txns.get(transactional_id)
+            return (
+                self.owned.get(owner) == owned_at
+                and meta is not None
+                and meta.in_prepare
+                and (meta.producer_id, meta.producer_epoch) == (markers.producer_id, markers.producer_epoch)
+            )
+
+        async def write_local(partitions) -> dict:
+            return await write_markers_replicated(
+                self._host,
+                producer_id=markers.producer_id,
+                producer_epoch=markers.producer_epoch,
+                coordinator_epoch=coordinator_epoch,
+                commit=markers.commit,
+                partitions=partitions,
+                transaction_version=markers.transaction_version,
+                timeout_s=self._request_timeout_s(),
+            )
+
+        async def run() -> None:
+            try:
+                delivered = await deliver_markers(
+                    markers,
+                    coordinator_epoch,
+                    node_id=self._host.node_id,
+                    leader_of=self._leader_of,
+                    write_local=write_local,
+                    send=self._send_markers,
+                    still_current=still_current,
+                    pending=left,
+                )
+            finally:
+                if self._deliveries.get(transactional_id, (None, None))[1] is asyncio.current_task():
+                    del self._deliveries[transactional_id]
+            if delivered:
+                self.runtime.submit(MarkersWritten(markers))
+
+        previous = self._deliveries.pop(transactional_id, None)
+        if previous is not None:
+            previous[1].cancel()
+        task = asyncio.get_running_loop().create_task(run())
+        task.add_done_callback(_log_failure)
+        self._deliveries[transactional_id] = (owner, task)
+
+    async def _send_markers(self, broker_id: int, request):
+        return await self.peers.send(
+            broker_id, WRITE_TXN_MARKERS, request, timeout_s=self._request_timeout_s()
+        )
+
+    def _request_timeout_s(self) -> float:
+        return int(self._host.config["request.timeout.ms"]) / 1000
 
     def _coordinator_epoch(self, transactional_id: str) -> int:
         topic = self._host.transaction_state
@@ -262,3 +368,8 @@ class TransactionCoordinator:
         return rules.list_transactions(
             self.txns, states, producer_ids, min_duration_ms, transactional_id_pattern, self.now_ms()
         )
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("sending transaction markers failed", exc_info=task.exception())

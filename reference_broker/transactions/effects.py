@@ -130,7 +130,10 @@ def decide(txns: dict[str, TxnMetadata], event: object, ctx: TxnContext) -> list
         txns[event.record.transactional_id] = event.record
         return []
     if isinstance(event, MarkersWritten):
-        meta = txns[event.markers.transactional_id]
+        meta = txns.get(event.markers.transactional_id)
+        markers = event.markers
+        if meta is None or not meta.in_prepare or meta.producer_epoch != markers.producer_epoch:
+            return []  # markers delivered in the background for a transaction that has moved on
         return _carry(txns, rules.complete_after_markers(meta, event.markers, ctx.now_ms), None)
     if isinstance(event, AbortTimedOut):
         out: list[Effect] = []

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from ..clock import Clock
+from ..cluster_metadata import ClusterImage
 from ..internal_topics import StoredRecord
 from .marker_writer import MarkerHost
 
@@ -60,3 +61,13 @@ class TxnCoordinatorHost(MarkerHost, Protocol):
 
     @property
     def transaction_state(self) -> TxnLogTopic: ...
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def image(self) -> ClusterImage:
+        """The cluster metadata: each marker's partition leader."""
+
+    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+        """Where to send WriteTxnMarkers to a partition leader."""

@@ -11,6 +11,7 @@ once the marker is in, so that the transaction's offset commits take effect or a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
@@ -20,7 +21,13 @@ from kconform.codecs.errors import Errors
 from ..internal_topics import CONSUMER_OFFSETS
 from ..partition import PartitionError
 
-__all__ = ["MarkerHost", "MarkerTarget", "TransactionCompleter", "write_txn_markers"]
+__all__ = [
+    "MarkerHost",
+    "MarkerTarget",
+    "TransactionCompleter",
+    "write_markers_replicated",
+    "write_txn_markers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,8 @@ class MarkerTarget(Protocol):
     def leader_epoch(self) -> int: ...
 
     def under_min_isr(self) -> bool: ...
+
+    async def wait_for_replication(self, required_end: int, timeout_s: float) -> int: ...
 
     def append_control_marker(
         self,
@@ -74,14 +83,59 @@ def write_txn_markers(
     partitions: Iterable[tuple[str, int]],
     transaction_version: int = 0,
 ) -> dict[tuple[str, int], int]:
-    """The error code for each partition: NONE once its marker is in the log. A partition named
-    twice gets one marker (Kafka gathers the marker batches in a map keyed by partition)."""
-    results: dict[tuple[str, int], int] = {}
-    for topic, index in dict.fromkeys(partitions):
-        results[(topic, index)] = _write_one(
+    """The error code for each partition: NONE once its marker is in the leader's log. A partition
+    named twice gets one marker (Kafka gathers the marker batches in a map keyed by partition)."""
+    return {
+        key: code
+        for key, (code, _end) in _write_all(
+            host, producer_id, producer_epoch, coordinator_epoch, commit, partitions, transaction_version
+        ).items()
+    }
+
+
+async def write_markers_replicated(
+    host: MarkerHost,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    commit: bool,
+    partitions: Iterable[tuple[str, int]],
+    transaction_version: int = 0,
+    timeout_s: float,
+) -> dict[tuple[str, int], int]:
+    """``write_txn_markers`` with acks=-1: each written marker's code becomes NONE only once the
+    partition's high watermark passes it (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER or
+    REQUEST_TIMED_OUT otherwise), as Kafka appends markers with ``requiredAcks = -1`` and
+    ``request.timeout.ms``."""
+    written = _write_all(
+        host, producer_id, producer_epoch, coordinator_epoch, commit, partitions, transaction_version
+    )
+    waits = {
+        key: host.partition(*key).wait_for_replication(end, timeout_s)
+        for key, (code, end) in written.items()
+        if code == Errors.NONE and end >= 0 and host.partition(*key) is not None
+    }
+    replicated = dict(zip(waits, await asyncio.gather(*waits.values()), strict=True))
+    return {key: replicated.get(key, code) for key, (code, _end) in written.items()}
+
+
+def _write_all(
+    host: MarkerHost,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    commit: bool,
+    partitions: Iterable[tuple[str, int]],
+    transaction_version: int,
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(error code, end offset of the marker or -1) for each partition."""
+    return {
+        (topic, index): _write_one(
             host, topic, index, producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
         )
-    return results
+        for topic, index in dict.fromkeys(partitions)
+    }
 
 
 def _write_one(
@@ -93,29 +147,30 @@ def _write_one(
     coordinator_epoch: int,
     commit: bool,
     transaction_version: int,
-) -> int:
+) -> tuple[int, int]:
     partition = host.partition(topic, index)
     if partition is None:
-        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
     if partition.under_min_isr():  # acks=all is checked before anything is written
-        return Errors.NOT_ENOUGH_REPLICAS
+        return Errors.NOT_ENOUGH_REPLICAS, -1
     try:
-        partition.append_control_marker(
+        offset = partition.append_control_marker(
             producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
         )
     except PartitionError as exc:
-        return exc.code
+        return exc.code, -1
     except Exception:  # a disk failure on one partition must not stop the others
         log.exception("marker for producer %d on %s-%d failed", producer_id, topic, index)
-        return Errors.KAFKA_STORAGE_ERROR
+        return Errors.KAFKA_STORAGE_ERROR, -1
+    end = offset + 1 if isinstance(offset, int) else -1
     if topic != CONSUMER_OFFSETS:
-        return Errors.NONE
+        return Errors.NONE, end
     complete = getattr(host.group_coordinator, "complete_transaction", None)
     if complete is None:
-        return Errors.NONE
+        return Errors.NONE, end
     try:
         complete(index, producer_id, producer_epoch, commit)
     except Exception:  # Kafka answers a failed offsets update with UNKNOWN_SERVER_ERROR
         log.exception("group coordinator failed to complete producer %d's transaction", producer_id)
-        return Errors.UNKNOWN_SERVER_ERROR
-    return Errors.NONE
+        return Errors.UNKNOWN_SERVER_ERROR, end
+    return Errors.NONE, end
