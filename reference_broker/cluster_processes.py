@@ -24,6 +24,8 @@ class ReferenceCluster:
     overrides: dict[str, str] = field(default_factory=dict)
     kafka_version: str | None = None
     host: str = "127.0.0.1"
+    node_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Per broker id, properties over ``overrides`` (``broker.rack``, say): kept across restarts."""
 
     @property
     def bootstrap(self) -> str:
@@ -56,8 +58,8 @@ class ReferenceCluster:
             )
             return self.controller
         self.brokers[node_id] = _start_broker(
-            self.data_dir, node_id, self.host, old.port, self.controller_address, self.overrides,
-            self.kafka_version, timeout,
+            self.data_dir, node_id, self.host, old.port, self.controller_address,
+            {**self.overrides, **self.node_overrides.get(node_id, {})}, self.kafka_version, timeout,
         )  # fmt: skip
         return self.brokers[node_id]
 
@@ -103,9 +105,11 @@ def start_cluster(
     host: str = "127.0.0.1",
     ports: dict[int, int] | None = None,
     timeout: float = 60.0,
+    node_overrides: dict[int, dict[str, str]] | None = None,
 ) -> ReferenceCluster:
     """Start the controller, then the brokers one after another (each waits until it is registered,
-    caught up and unfenced). ``ports`` pins node ids to ports (0 or absent: any free port)."""
+    caught up and unfenced). ``ports`` pins node ids to ports (0 or absent: any free port);
+    ``node_overrides`` gives one broker properties of its own, e.g. ``{2: {"broker.rack": "r2"}}``."""
     if brokers < 1:
         raise ValueError(f"a cluster needs at least one broker, not {brokers}")
     overrides = dict(overrides or {})
@@ -113,12 +117,13 @@ def start_cluster(
     controller = _start_controller(
         data_dir, host, ports.get(CONTROLLER_ID, 0), overrides, kafka_version, timeout
     )
-    cluster = ReferenceCluster(Path(data_dir), controller, {}, overrides, kafka_version, host)
+    node_overrides = {n: dict(props) for n, props in (node_overrides or {}).items()}
+    cluster = ReferenceCluster(Path(data_dir), controller, {}, overrides, kafka_version, host, node_overrides)
     try:
         for node_id in range(1, brokers + 1):
             cluster.brokers[node_id] = _start_broker(
-                data_dir, node_id, host, ports.get(node_id, 0), controller.bootstrap, overrides,
-                kafka_version, timeout,
+                data_dir, node_id, host, ports.get(node_id, 0), controller.bootstrap,
+                {**overrides, **node_overrides.get(node_id, {})}, kafka_version, timeout,
             )  # fmt: skip
     except Exception:
         cluster.stop()

@@ -3,7 +3,8 @@
 A full fetch (epoch 0) closes any session it names and may open a new one; epoch -1 asks for no
 session at all; an incremental fetch (epoch > 0) must name a live session at its next epoch, sends only
 changed partitions, and gets back only the partitions whose data, high watermark, log start offset or
-error changed. Times are passed in; nothing here reads a clock or does I/O."""
+error changed, or that name a preferred read replica. Times are passed in; nothing here reads a clock
+or does I/O."""
 
 from __future__ import annotations
 
@@ -46,10 +47,17 @@ class CachedPartition:
     local_log_start_offset: int = -1
 
     def must_respond(
-        self, *, has_records: bool, high_watermark: int, log_start_offset: int, error: int
+        self,
+        *,
+        has_records: bool,
+        high_watermark: int,
+        log_start_offset: int,
+        error: int,
+        preferred_read_replica: int = -1,
     ) -> bool:
-        """Whether the partition goes into an incremental response; updates what is remembered."""
-        respond = has_records
+        """Whether the partition goes into an incremental response; updates what is remembered
+        (``CachedPartition.maybeUpdateResponseData``: a preferred read replica is always sent)."""
+        respond = has_records or preferred_read_replica >= 0
         if self.high_watermark != high_watermark:
             respond = True
             self.high_watermark = high_watermark

@@ -22,7 +22,7 @@ from kconform.codecs.errors import Errors
 from .clock import Clock
 from .purgatory import Purgatory
 from .replication.follower_progress import high_watermark as next_high_watermark
-from .replication.leadership import IsrProposal, Leadership
+from .replication.leadership import IsrProposal, Leadership, Role
 
 if TYPE_CHECKING:
     from .storage import FileRegion, PartitionLog
@@ -444,11 +444,13 @@ class Partition:
         min_one_batch: bool,
         read_committed: bool,
         current_leader_epoch: int,
+        leader_only: bool = True,
     ) -> FetchRead:
         from .storage import OffsetOutOfRange
 
         self.check_leader_epoch(current_leader_epoch)
-        self.check_leader()
+        if leader_only or self.leadership.role is not Role.FOLLOWER:  # a follower reads to its own HW
+            self.check_leader()
         limit = self.last_stable_offset if read_committed else self.high_watermark
         try:
             result = self.log.read(
@@ -460,15 +462,13 @@ class Partition:
             )
         except OffsetOutOfRange:
             raise PartitionError(Errors.OFFSET_OUT_OF_RANGE) from None
-        aborted = None
-        if result.aborted_transactions is not None:
-            aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions]
+        txns = result.aborted_transactions
         return FetchRead(
             records=LogSlice(result.region) if result.region is not None else b"",
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self.log_start_offset,
-            aborted_transactions=aborted,
+            aborted_transactions=None if txns is None else [(t.producer_id, t.first_offset) for t in txns],
         )
 
     # ---- offsets -------------------------------------------------------------------------------

@@ -143,6 +143,10 @@ THREADS_NOTE = (
 )
 TIERED_NOTE = "accepted and reported; the reference broker has no tiered storage"
 NO_OP_NOTE = "accepted and reported; a no-op in Kafka 4.0 as well"
+SELECTOR_NOTE = (
+    "Kafka loads any ReplicaSelector on its class path; the reference broker has only "
+    "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+)
 
 
 def _index(rows: list[ConfigDefinition]) -> Mapping[str, ConfigDefinition]:
@@ -361,6 +365,7 @@ BROKER_CONFIGS = _index(
         _b("replica.socket.timeout.ms", N, 30_000, None, HIGH),
         _b("replica.socket.receive.buffer.bytes", N, 64 * 1024, None, HIGH),
         _b("replica.high.watermark.checkpoint.interval.ms", L, 5000, None, HIGH),
+        _b("replica.selector.class", S, None, None, MEDIUM, note=SELECTOR_NOTE),
         _b("auto.leader.rebalance.enable", B, True, None, HIGH),
         _b("leader.imbalance.per.broker.percentage", N, 10, None, HIGH),
         _b("leader.imbalance.check.interval.seconds", L, 300, at_least(1), HIGH),

@@ -17,7 +17,18 @@ handling (KafkaRaftClient, KAFKA-14145), which answers a follower at once when i
 behind the leader's; KafkaApis.handleFetchRequest builds its partitions with FetchRequest.fetchData
 (fetch offset, log start offset, max bytes, current and last fetched leader epochs), so a partition
 fetch is the same whatever the field holds, from a consumer (which leaves it at its default, Long.MAX)
-or a follower."""
+or a follower.
+
+KIP-392, fetch from followers: a consumer's Fetch v11+ carries client metadata (its rack_id;
+KafkaApis.handleFetchRequest), so it may read from a follower, up to the follower's own high
+watermark or last stable offset (FetchParams.fetchOnlyLeader is false for it; Partition.fetchRecords
+-> localLogWithEpochOrThrow, whose leader epoch check holds on a follower too); before v11, and for
+a follower, only the leader answers. With a replica.selector.class, a leader asked by such a consumer
+first looks for a preferred read replica (ReplicaManager.readFromLog, findPreferredReadReplica): when
+it names a follower the partition is answered without a read, error NONE, the leader's high
+watermark, last stable offset and log start offset (fetchOffsetSnapshot, after the leader epoch
+check), no aborted list and preferred_read_replica set, and the fetch does not wait
+(fetchMessages); every other answer says -1."""
 
 from __future__ import annotations
 
@@ -29,7 +40,7 @@ from kconform.codecs.messages import FetchResponse
 
 from ..down_conversion import UnsupportedCompressionForDownConversion, down_convert, fetch_magic
 from ..fetch_sessions import CachedPartition
-from ..partition import LogSlice, PartitionError
+from ..partition import FetchRead, LogSlice, PartitionError
 from ..replication.serving import serve_follower_fetch
 from . import handles
 
@@ -74,11 +85,19 @@ def _requested(version: int, request) -> tuple[dict, list]:
 
 
 def _read_once(
-    broker, version: int, partitions: dict, max_bytes: int, isolation: int, replica=None, first=True
+    broker,
+    version: int,
+    partitions: dict,
+    max_bytes: int,
+    isolation: int,
+    replica=None,
+    first=True,
+    client_rack: str | None = None,
 ):
     """One pass over the partitions: {key: PartitionData}, bytes read, and whether any errored (or,
     for a follower, diverged: an answer that must go back at once). ``replica`` is a follower's
-    (id, broker epoch); its reads go to the log end and record its progress."""
+    (id, broker epoch); its reads go to the log end and record its progress. ``client_rack`` is a
+    consumer's rack_id from Fetch v11 on (None before: only a leader may answer it)."""
     hard_limit = version <= 2
     min_one = not hard_limit
     remaining = max_bytes if version >= 3 else 0x7FFFFFFF
@@ -93,6 +112,7 @@ def _read_once(
             results[key] = _error_data(index, code, read_failed=code == Errors.NOT_LEADER_OR_FOLLOWER)
             errored = True
             continue
+        preferred = None
         try:
             if replica is not None:
                 read = serve_follower_fetch(
@@ -109,13 +129,21 @@ def _read_once(
                 if read.diverging_epoch is not None:
                     errored = True
             else:
-                read = partition.read_for_fetch(
-                    wanted.fetch_offset,
-                    min(wanted.max_bytes, remaining),
-                    min_one_batch=min_one,
-                    read_committed=isolation == READ_COMMITTED,
-                    current_leader_epoch=wanted.current_leader_epoch,
-                )
+                if client_rack is not None:
+                    preferred = broker.replication.preferred_read_replica(
+                        partition, client_rack=client_rack, fetch_offset=wanted.fetch_offset
+                    )
+                if preferred is not None:
+                    read = _redirected(partition, wanted.current_leader_epoch)
+                else:
+                    read = partition.read_for_fetch(
+                        wanted.fetch_offset,
+                        min(wanted.max_bytes, remaining),
+                        min_one_batch=min_one,
+                        read_committed=isolation == READ_COMMITTED,
+                        current_leader_epoch=wanted.current_leader_epoch,
+                        leader_only=client_rack is None,
+                    )
         except PartitionError as exc:
             # ReplicaManager.createLogReadResult(e): no high watermark, log start or last stable offset
             results[key] = _error_data(index, exc.code)
@@ -139,6 +167,7 @@ def _read_once(
             log_start_offset=read.log_start_offset,
             aborted_transactions=_aborted(getattr(read, "aborted_transactions", None)),
             records=read.records,
+            preferred_read_replica=-1 if preferred is None else preferred,
         )
         diverging = getattr(read, "diverging_epoch", None)
         if diverging is not None:
@@ -146,6 +175,15 @@ def _read_once(
                 epoch=diverging[0], end_offset=diverging[1]
             )
     return results, total, errored
+
+
+def _redirected(partition, current_leader_epoch: int) -> FetchRead:
+    """A consumer sent to a preferred read replica: nothing read, the leader's offsets
+    (``Partition.fetchOffsetSnapshot``, which checks the leader epoch first) and no aborted list."""
+    partition.check_leader_epoch(current_leader_epoch)
+    return FetchRead(
+        b"", partition.high_watermark, partition.last_stable_offset, partition.log_start_offset, None
+    )
 
 
 def _aborted(aborted):
@@ -161,6 +199,7 @@ async def fetch(broker, ctx, request) -> FetchResponse:
     replica_epoch = request.replica_state.replica_epoch if version >= 15 else -1
     is_follower = replica_id >= 0
     replica = (replica_id, replica_epoch) if is_follower else None
+    client_rack = request.rack_id if version >= 11 and not is_follower else None
     isolation = request.isolation_level if version >= 4 else 0
     requested, forgotten = _requested(version, request)
     now = broker.clock.now_ms()
@@ -178,15 +217,32 @@ async def fetch(broker, ctx, request) -> FetchResponse:
     if context.kind == "error":
         return FetchResponse(error_code=context.error, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
-    results, total, errored = _read_once(broker, version, context.partitions, max_bytes, isolation, replica)
-    if request.max_wait_ms > 0 and context.partitions and total < request.min_bytes and not errored:
+    results, total, errored = _read_once(
+        broker, version, context.partitions, max_bytes, isolation, replica, client_rack=client_rack
+    )
+    # a preferred read replica is answered at once (fetchMessages); found only by a re-read, it waits
+    # like any other answer (DelayedFetch.tryComplete does not look for one)
+    redirected = any(data.preferred_read_replica >= 0 for data in results.values())
+    if (
+        request.max_wait_ms > 0
+        and context.partitions
+        and total < request.min_bytes
+        and not (errored or redirected)
+    ):
         watch = [broker.partition_watch_key(key, by_id=version >= 13) for key in context.partitions]
         state = {}
 
         def enough() -> bool:
             # a re-read records no follower progress (Kafka's readFromPurgatory): it was recorded above
             state["read"] = _read_once(
-                broker, version, context.partitions, max_bytes, isolation, replica, first=False
+                broker,
+                version,
+                context.partitions,
+                max_bytes,
+                isolation,
+                replica,
+                first=False,
+                client_rack=client_rack,
             )
             return state["read"][1] >= request.min_bytes or state["read"][2]
 
@@ -206,6 +262,7 @@ async def fetch(broker, ctx, request) -> FetchResponse:
                 high_watermark=data.high_watermark,
                 log_start_offset=data.log_start_offset,
                 error=data.error_code,
+                preferred_read_replica=data.preferred_read_replica,
             )
         session_id = broker.fetch_sessions.maybe_create(context.privileged, context.partitions, now)
     elif context.kind == "incremental":
@@ -218,6 +275,7 @@ async def fetch(broker, ctx, request) -> FetchResponse:
                 high_watermark=data.high_watermark,
                 log_start_offset=data.log_start_offset,
                 error=data.error_code,
+                preferred_read_replica=data.preferred_read_replica,
             )
         }
     return FetchResponse(
@@ -249,18 +307,26 @@ def _down_converted(broker, key, data: PartitionData, magic: int, fetch_offset: 
 
 def _point_to_leaders(broker, results: dict) -> list:
     """v16+ (KIP-951): a partition refused for a changed leadership names the current leader and
-    epoch, and the response carries that leader's endpoint (KafkaApis.handleFetchRequest,
-    getCurrentLeader)."""
+    epoch, from the local replica or else the metadata, and the response carries that leader's
+    endpoint with its rack when it is alive (KafkaApis.handleFetchRequest, getCurrentLeader,
+    getAliveBrokerNode): a consumer sent to a follower finds its way back to the leader."""
     endpoints = {}
+    alive = {node_id: (host, port, rack) for node_id, host, port, rack in broker.alive_brokers()}
     for (topic_id, index), data in results.items():
         if data.error_code not in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
             continue
         partition = broker.partition_by_key(topic_id, index, by_id=True)
-        leader, epoch = (partition.state.leader, partition.leader_epoch) if partition else (-1, -1)
+        if partition is not None:
+            leader, epoch = partition.state.leader, partition.leader_epoch
+        else:
+            topic = broker.topics.by_id(topic_id)
+            known = topic is not None and 0 <= index < len(topic.partitions)
+            info = topic.partitions[index] if known else None
+            leader, epoch = (info.leader, info.leader_epoch) if info is not None else (-1, -1)
         data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
-        if leader == broker.node_id:
-            host, port = broker.advertised_address
-            endpoints[leader] = FetchResponse.NodeEndpoint(node_id=leader, host=host, port=port, rack=None)
+        if leader in alive:
+            host, port, rack = alive[leader]
+            endpoints[leader] = FetchResponse.NodeEndpoint(node_id=leader, host=host, port=port, rack=rack)
     return list(endpoints.values())
 
 

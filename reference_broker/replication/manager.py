@@ -7,7 +7,9 @@ it follows is fetched from its leader, starting again whenever the leader epoch 
 (``makeFollower``). Every ``replica.lag.time.max.ms`` / 2 the leaders drop lagging followers from
 their ISR. ISR changes go to the controller as AlterPartition, batched, one request in flight
 (``AlterPartitionManager``); a partition's answer settles its pending change, or leaves it pending
-until new metadata arrives, or sends it again, as Kafka's ``Partition.handleAlterPartitionError``."""
+until new metadata arrives, or sends it again, as Kafka's ``Partition.handleAlterPartitionError``. The
+replica selector ``replica.selector.class`` names is made here at start, as Kafka's
+``ReplicaManager.createReplicaSelector`` does; leaders ask it where consumers should read (KIP-392)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from kconform.codecs.messages import AlterPartitionRequest
 from ..cluster_metadata import ClusterImage, ImageChange
 from .fetcher import FetchSettings, ReplicaFetcher
 from .leadership import IsrProposal
+from .read_replica import preferred_read_replica, replica_selector
 
 if TYPE_CHECKING:
     from ..partition import Partition
@@ -75,6 +78,7 @@ class ReplicaManager:
         self._listener = listener_name
         self.lag_ms = int(host.config["replica.lag.time.max.ms"])
         self._settings = FetchSettings(host.config)
+        self.replica_selector = replica_selector(host.config["replica.selector.class"])
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._following: dict[tuple[str, int], int] = {}  # partition -> leader fetched from
         self._queued: dict[tuple[str, int], tuple[Partition, IsrProposal]] = {}
@@ -102,6 +106,29 @@ class ReplicaManager:
         broker = self._host.image.brokers.get(broker_id)
         endpoint = None if broker is None else broker.endpoint(self._listener) or broker.endpoint()
         return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    def preferred_read_replica(
+        self, partition: Partition, *, client_rack: str, fetch_offset: int
+    ) -> int | None:
+        """``findPreferredReadReplica`` for a consumer's Fetch v11+: the follower to send it to, or None
+        when this broker serves it (it does not lead the partition, no selector is configured, or the
+        selector keeps the leader)."""
+        if self.replica_selector is None or not partition.is_leader:
+            return None
+        racks = {
+            b.broker_id: b.rack for b in self._host.image.unfenced_brokers() if b.endpoint(self._listener)
+        }
+        return preferred_read_replica(
+            self.replica_selector,
+            client_rack=client_rack,
+            leader_id=self._host.node_id,
+            leader_end_offset=partition.log_end_offset,
+            followers=partition.leadership.followers,
+            isr=partition.leadership.isr,
+            racks=racks,
+            fetch_offset=fetch_offset,
+            now_ms=self._host.clock.now_ms(),
+        )
 
     # ---- following the metadata -----------------------------------------------------------------
 
