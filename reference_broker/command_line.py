@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-__all__ = ["broker", "main"]
+__all__ = ["broker", "main", "parse_overrides"]
 
 
 def _parse_listen(value: str) -> tuple[str, int]:
@@ -23,7 +23,8 @@ def _parse_listen(value: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
+def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
+    """``key=value`` command-line broker properties."""
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -103,7 +104,7 @@ def broker(
         log = logging.getLogger("kconform.broker")
         log.warning("planted bugs active (test only): %s", ", ".join(sorted(planted)))
     host, port = _parse_listen(listen)
-    props = _parse_overrides(overrides)
+    props = parse_overrides(overrides)
     props.setdefault("node.id", str(node_id))
     props["log.dirs"] = str(data_dir)
     if controller:

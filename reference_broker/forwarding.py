@@ -4,7 +4,11 @@ writes. The client's whole request goes inside an Envelope; the controller's who
 back inside one and is given to the client as the broker's own answer. In combined mode the
 controller's handler is called in process with the decoded request. A controller that cannot be
 reached is answered as Kafka's broker answers then: the request's own error response with
-REQUEST_TIMED_OUT where the response has a place for it."""
+REQUEST_TIMED_OUT where the response has a place for it.
+
+A handler that does part of the work itself (AlterConfigs, IncrementalAlterConfigs) forwards what is
+left with ``ask_controller``: a new body under the client's header (``forwardRequest(originalRequest,
+newRequestBody, ...)``), the controller's answer or ``ForwardingFailed`` with the error code."""
 
 from __future__ import annotations
 
@@ -13,17 +17,18 @@ import logging
 
 from kconform.codecs import DecodeError
 from kconform.codecs.errors import Errors
-from kconform.codecs.framing import decode_response
+from kconform.codecs.framing import decode_response, encode_request
 from kconform.codecs.messages import EnvelopeRequest
 
 from .handlers import Handler
 
-__all__ = ["FORWARDED_APIS", "broker_handlers", "forwarding_handlers"]
+__all__ = ["FORWARDED_APIS", "ForwardingFailed", "ask_controller", "broker_handlers", "forwarding_handlers"]
 
 log = logging.getLogger(__name__)
 ENVELOPE = 58
 # CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterPartitionReassignments,
-# ListPartitionReassignments
+# ListPartitionReassignments, forwarded whole (AlterConfigs and IncrementalAlterConfigs are forwarded by
+# their own handlers, after the broker's preprocessing: handlers/configs.py)
 FORWARDED_APIS = (19, 20, 37, 43, 45, 46)
 
 
@@ -35,27 +40,49 @@ def _client_address(peer: str) -> bytes:
         return b"\x7f\x00\x00\x01"
 
 
-async def forward(broker, ctx, request):
+class ForwardingFailed(Exception):
+    """No answer from the controller: ``code`` is what Kafka's ``ForwardingManager`` puts in the error
+    response it builds instead (REQUEST_TIMED_OUT, or UNKNOWN_SERVER_ERROR for an envelope error or an
+    answer that cannot be read)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"forwarding failed with error {code}")
+        self.code = code
+
+
+async def ask_controller(broker, ctx, request, *, frame: bytes | memoryview | None = None):
+    """The controller's answer to ``request`` as if the client had sent it there. ``frame`` is the
+    client's own request frame when ``request`` is its body unchanged; otherwise the body is encoded
+    under the client's header."""
     local = broker.controller_node
     if local is not None:  # combined mode: the controller is in this process
         return await local.call(ctx.api_key, request, version=ctx.api_version, peer=ctx.peer)
+    if frame is None:
+        frame = encode_request(ctx.api_key, ctx.api_version, ctx.correlation_id, ctx.client_id, request)
     envelope = EnvelopeRequest(
-        request_data=bytes(ctx.frame), request_principal=b"", client_host_address=_client_address(ctx.peer)
+        request_data=bytes(frame), request_principal=b"", client_host_address=_client_address(ctx.peer)
     )
     timeout_s = int(broker.config["request.timeout.ms"]) / 1000
     try:
         answer = await broker.send_to_controller(ENVELOPE, envelope, timeout_s=timeout_s)
     except ConnectionError as exc:
         log.info("forwarding API %d to the controller failed: %s", ctx.api_key, exc)
-        return _error(ctx, Errors.REQUEST_TIMED_OUT)
+        raise ForwardingFailed(Errors.REQUEST_TIMED_OUT) from exc
     if answer.error_code != Errors.NONE or answer.response_data is None:
-        return _error(ctx, answer.error_code or Errors.UNKNOWN_SERVER_ERROR)
+        raise ForwardingFailed(answer.error_code or Errors.UNKNOWN_SERVER_ERROR)
     try:
         _header, body = decode_response(answer.response_data, ctx.api_key, ctx.api_version)
     except DecodeError as exc:
         log.warning("the controller's answer to API %d cannot be read: %s", ctx.api_key, exc)
-        return _error(ctx, Errors.UNKNOWN_SERVER_ERROR)
+        raise ForwardingFailed(Errors.UNKNOWN_SERVER_ERROR) from exc
     return body
+
+
+async def forward(broker, ctx, request):
+    try:
+        return await ask_controller(broker, ctx, request, frame=ctx.frame)
+    except ForwardingFailed as exc:
+        return _error(ctx, exc.code)
 
 
 def _error(ctx, code: int):

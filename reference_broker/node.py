@@ -6,7 +6,8 @@ The node follows the cluster's metadata image (``cluster_metadata``): in combine
 (``process.roles=broker,controller``, the single node) the controller runs in this process and the
 node shares its image; otherwise the node replicates ``__cluster_metadata`` from the controller at
 ``controller.quorum.bootstrap.servers`` (``metadata_follower``). Either way it registers and
-heartbeats (``broker_lifecycle``) and its replicas follow every change (``replication.manager``).
+heartbeats (``broker_lifecycle``), its replicas follow every change (``replication.manager``) and
+its configuration the dynamic broker configs stored for the cluster and for it (``node_settings``).
 
 On disk, under the first of ``log.dirs``: Kafka's ``meta.properties`` (cluster id, node id), one
 ``<topic>-<partition>`` directory per partition replica (see ``storage``) and
@@ -25,8 +26,15 @@ from kconform.codecs.releases import KafkaRelease, newest_covered_release
 
 from .broker_lifecycle import BrokerLifecycle
 from .clock import Clock, SystemClock
-from .cluster_metadata import ClusterImage, ImageChange, MetadataLog, TopicInfo
-from .config import BrokerConfig, TopicConfig, create_topics_config_error
+from .cluster_metadata import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    ClusterImage,
+    ImageChange,
+    MetadataLog,
+    TopicInfo,
+)
+from .config import BrokerConfig
 from .controller.node import ControllerNode
 from .dispatch import Dispatcher
 from .fetch_sessions import FetchSessionCache
@@ -37,6 +45,7 @@ from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
 from .legacy_topics import import_legacy_topics
 from .meta_properties import load_or_create, read_cluster_id
 from .metadata_follower import MetadataFollower, discover_cluster_id
+from .node_settings import NodeSettings
 from .partition import Partition
 from .planted import install as install_planted_bugs
 from .producer_ids import ProducerIdBlocks
@@ -68,7 +77,7 @@ def controller_address(config: BrokerConfig) -> tuple[str, int] | None:
     return None
 
 
-class BrokerNode:
+class BrokerNode(NodeSettings):
     def __init__(
         self,
         config: BrokerConfig,
@@ -106,6 +115,7 @@ class BrokerNode:
             self.metadata = MetadataLog.open(self.data_dir, clock=self.clock.now_ms)
         self.metadata.listeners.append(self._metadata_changed)
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.follow_dynamic_config()  # what the metadata on disk holds; the rest follows as it arrives
         self.replication = ReplicaManager(self, listener_name=LISTENER)
         self.producer_ids = ProducerIdBlocks(self._producer_id_block)
         self.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
@@ -286,40 +296,6 @@ class BrokerNode:
         host, port = self._bound
         return ("localhost" if host in ("0.0.0.0", "::") else host), port
 
-    @property
-    def live_broker_ids(self) -> list[int]:
-        return [b.broker_id for b in self.image.usable_brokers()]
-
-    # ---- topic settings ---------------------------------------------------------------------------
-
-    @property
-    def auto_create_topics(self) -> bool:
-        return bool(self.config["auto.create.topics.enable"])
-
-    @property
-    def default_partitions(self) -> int:
-        return int(self.config["num.partitions"])
-
-    @property
-    def default_replication_factor(self) -> int:
-        return int(self.config["default.replication.factor"])
-
-    def topic_settings(self, overrides: dict[str, str]) -> dict[str, str]:
-        resolved = TopicConfig.resolve(self.config, overrides, include_synonyms=False)
-        return {name: entry.value for name, entry in resolved.items() if entry.value is not None}
-
-    def topic_config_problem(self, configs: dict[str, str]) -> str | None:
-        error = create_topics_config_error(configs.items(), broker=self.config)
-        return None if error is None else error.message
-
-    def describe_topic_configs(self, overrides: dict[str, str]):
-        return TopicConfig.for_create_topics(self.config, overrides)
-
-    def assign_replicas(self, partitions: int, factor: int, *, start: int = 0) -> list[list[int]]:
-        from .controller.placement import place_replicas
-
-        return place_replicas(self.image.usable_brokers(), partitions, factor, start=start)
-
     # ---- replicas (the replica manager's host) ----------------------------------------------------
 
     def open_partition(self, topic: TopicInfo, index: int) -> Partition:
@@ -369,11 +345,20 @@ class BrokerNode:
             target.resign(index)
 
     def _metadata_changed(self, change: ImageChange) -> None:
+        """``BrokerMetadataPublisher``: this node's dynamic config first (``DynamicConfigPublisher``), so
+        the topics reconfigured next see it, then the replicas (``ReplicaManager.applyDelta``)."""
+        own = ("", str(self.node_id))
+        broker_config = any(kind == BROKER_RESOURCE and name in own for kind, name in change.configs)
+        if broker_config:
+            self.follow_dynamic_config()
         if not self._started:
             return  # start() takes up every replica at once when the metadata has caught up
-        for resource_type, name in change.configs:
-            if resource_type == 2:
-                self._configure_topic(name)
+        if broker_config:  # every topic's settings may follow from the broker's
+            topics = {name for name, _ in self.partitions}
+        else:
+            topics = {name for kind, name in change.configs if kind == TOPIC_RESOURCE}
+        for name in sorted(topics):
+            self._configure_topic(name)
         self.replication.apply(change)
 
     def _configure_topic(self, name: str) -> None:
@@ -402,10 +387,6 @@ class BrokerNode:
             return controller.create_topic(name, replicas, configs)
         self._ask_controller_to_create(name, replicas, configs)
         return None
-
-    def auto_create_topic(self, name: str) -> TopicInfo | None:
-        factor = min(self.default_replication_factor, len(self.live_broker_ids))
-        return self.create_topic(name, self.assign_replicas(self.default_partitions, factor), {})
 
     def _ask_controller_to_create(
         self, name: str, replicas: list[list[int]], configs: dict[str, str]
@@ -443,14 +424,6 @@ class BrokerNode:
 
     def add_partitions(self, name: str, replicas: list[list[int]]) -> TopicInfo:
         return self._controller().add_partitions(name, replicas)
-
-    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Replace a topic's config overrides (through the controller; every replica reconfigures
-        when the records arrive)."""
-        controller = self._controller()
-        if controller is None:
-            raise RuntimeError("altering topic configs needs the controller role on this node")
-        controller.alter_topic_configs(name, configs)
 
     def delete_topic(self, name: str) -> None:
         self._controller().delete_topic(name)
@@ -500,20 +473,3 @@ class BrokerNode:
             topic = self.topics.by_id(topic_key)
             return (topic.name if topic else topic_key, index)
         return (topic_key, index)
-
-    # ---- admin (added for the admin handlers) -----------------------------------------------------
-
-    def alter_broker_configs(
-        self, *, per_broker: dict[str, str] | None = None, cluster_default: dict[str, str] | None = None
-    ) -> None:
-        """Replace a dynamic broker config layer (AlterConfigs / IncrementalAlterConfigs on a BROKER
-        resource, already validated) and give every partition the topic settings that follow from it.
-        Kept in memory: Kafka keeps these in its metadata log, this node does not persist them yet."""
-        self.config = self.config.with_dynamic(cluster_default=cluster_default, per_broker=per_broker)
-        for topic in self.topics:
-            settings = self.topic_settings(topic.configs)
-            for state in topic.partitions:
-                partition = self.partitions.get((topic.name, state.index))
-                if partition is not None:
-                    partition.configure(settings)
-                    partition.log.update_config(LogConfig.from_topic_configs(settings))

@@ -10,17 +10,9 @@ from pathlib import Path
 
 import click
 
+from kconform.reference_broker.command_line import parse_overrides
+
 __all__ = ["cluster"]
-
-
-def _parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
-    overrides = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected key=value (a Kafka broker property), got {item!r}")
-        overrides[key.strip()] = value.strip()
-    return overrides
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -54,7 +46,7 @@ def cluster(
     (e.g. min.insync.replicas=2 broker.session.timeout.ms=6000)."""
     from kconform.reference_broker.cluster_processes import CONTROLLER_ID, start_cluster
 
-    props = _parse_overrides(overrides)
+    props = parse_overrides(overrides)
     ports = {} if first_port == 0 else {n: first_port + n for n in range(brokers + 1)}
     try:
         running = start_cluster(

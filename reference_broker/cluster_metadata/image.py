@@ -200,12 +200,16 @@ class ClusterImage:
     def by_id(self, topic_id: UUID) -> TopicInfo | None:
         return self._by_id.get(topic_id)
 
+    def resource_configs(self, resource_type: int, name: str) -> dict[str, str]:
+        """The configs stored for one resource (Kafka's ``ConfigurationsImage.configMapForResource``)."""
+        return dict(self.configs.get((resource_type, name), {}))
+
     def topic_configs(self, name: str) -> dict[str, str]:
-        return dict(self.configs.get((TOPIC_RESOURCE, name), {}))
+        return self.resource_configs(TOPIC_RESOURCE, name)
 
     def broker_configs(self, broker_id: int | None) -> dict[str, str]:
         """A broker's dynamic config layer; None for the cluster-wide default (resource name "")."""
-        return dict(self.configs.get((BROKER_RESOURCE, "" if broker_id is None else str(broker_id)), {}))
+        return self.resource_configs(BROKER_RESOURCE, "" if broker_id is None else str(broker_id))
 
     def unfenced_brokers(self) -> list[BrokerInfo]:
         return [b for _, b in sorted(self.brokers.items()) if not b.fenced]

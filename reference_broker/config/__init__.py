@@ -4,12 +4,14 @@ DescribeConfigs entries and the admin-API checks.
 A broker starts from ``BrokerConfig.from_sources(path, overrides)``; a topic's effective configs come from
 ``TopicConfig.resolve(broker_config, topic_overrides)``; CreateTopics, AlterConfigs and
 IncrementalAlterConfigs use ``topic_config_error``, ``create_topics_config_error`` and
-``apply_incremental``. Every refusal carries Kafka's own message.
+``apply_incremental`` (``apply_operations`` for any resource type); a node takes the dynamic broker configs
+stored in the metadata log with ``with_persisted_dynamic``. Every refusal carries Kafka's own message.
 """
 
 from ._alter import (
     AlterOp,
     apply_incremental,
+    apply_operations,
     create_topics_config_error,
     topic_config_error,
     validate_topic_configs,
@@ -35,9 +37,10 @@ from ._describe import (
     describe_broker_configs,
     describe_default_broker_configs,
 )
+from ._dynamic import LISTENER_ONLY_CONFIGS, persisted_layer, with_persisted_dynamic
 from ._errors import AdminError, ConfigError
 from ._properties import load_properties, parse_properties
-from ._values import ConfigType, parse_value, to_kafka_string
+from ._values import ConfigType, java_int, parse_value, to_kafka_string
 
 __all__ = [
     "AdminError",
@@ -52,6 +55,7 @@ __all__ = [
     "ConfigSynonym",
     "ConfigType",
     "Importance",
+    "LISTENER_ONLY_CONFIGS",
     "REQUIRED",
     "Synonym",
     "TOPIC_CONFIGS",
@@ -59,14 +63,18 @@ __all__ = [
     "TopicConfig",
     "UpdateMode",
     "apply_incremental",
+    "apply_operations",
     "broker_synonyms",
     "create_topics_config_error",
     "describe_broker_configs",
     "describe_default_broker_configs",
+    "java_int",
     "load_properties",
     "parse_properties",
     "parse_value",
+    "persisted_layer",
     "to_kafka_string",
     "topic_config_error",
     "validate_topic_configs",
+    "with_persisted_dynamic",
 ]

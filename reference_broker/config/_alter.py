@@ -14,7 +14,7 @@ from kconform.codecs.constants import AlterConfigOpType
 from kconform.codecs.errors import Errors
 
 from ._broker import BrokerConfig
-from ._definitions import TOPIC_CONFIGS
+from ._definitions import TOPIC_CONFIGS, ConfigDefinition
 from ._describe import TopicConfig
 from ._errors import AdminError, ConfigError
 from ._values import ConfigType
@@ -25,6 +25,7 @@ __all__ = [
     "topic_config_error",
     "create_topics_config_error",
     "apply_incremental",
+    "apply_operations",
 ]
 
 
@@ -174,32 +175,26 @@ def _java_split(value: str) -> list[str]:
     return [] if parts == [""] and value != "" else parts
 
 
-def _list_parts(current: str | None, name: str) -> list[str]:
-    """``ConfigurationControlManager.getParts``: the stored value, else the topic default, minus empties."""
+def _list_parts(current: str | None, definition: ConfigDefinition) -> list[str]:
+    """``ConfigurationControlManager.getParts``: the stored value, else the default, minus empties."""
     if current is None:
-        current = TOPIC_CONFIGS[name].default_string
+        current = definition.default_string
     return [part for part in (current or "").split(",") if part]
 
 
-def apply_incremental(
+def apply_operations(
     current: Mapping[str, str],
     ops: Iterable[tuple[str, int, str | None]],
-    *,
-    broker: BrokerConfig | None = None,
+    definitions: Mapping[str, ConfigDefinition],
 ) -> dict[str, str] | AdminError:
-    """IncrementalAlterConfigs on a topic: the new stored configs, or the error Kafka answers with.
+    """One resource's stored configs after IncrementalAlterConfigs operations, as the controller applies
+    them (``ConfigurationControlManager.incrementalAlterConfigResource``), or the error that stops it.
 
     ``ops`` are (name, operation, value) with operation SET 0, DELETE 1, APPEND 2, SUBTRACT 3. APPEND adds
     each comma-separated element not already present; SUBTRACT removes the first occurrence of each; both
-    start from the topic default when the key is not stored, and work only on LIST configs.
+    start from the config's default when the key is not stored, and work only on the LIST configs of
+    ``definitions`` (the resource type's config table).
     """
-    ops = list(ops)
-    names = [name for name, _, _ in ops]
-    if len(set(names)) != len(names):
-        return _invalid_request("Error due to duplicate config keys")
-    nulls = [name for name, op, value in ops if op != AlterOp.DELETE and value is None]
-    if nulls:
-        return _invalid_request("Null value not supported for : " + ", ".join(nulls))
     updated: dict[str, str] = dict(current)
     for name, op, value in ops:
         if op not in set(AlterOp):
@@ -210,15 +205,36 @@ def apply_incremental(
         elif op is AlterOp.DELETE:
             updated.pop(name, None)
         else:
-            definition = TOPIC_CONFIGS.get(name)
+            definition = definitions.get(name)
             if definition is None or definition.type is not ConfigType.LIST:
                 return _invalid_config(f"Can't {op.name} to key {name} because its type is not LIST.")
-            parts = _list_parts(updated.get(name), name)
+            parts = _list_parts(updated.get(name), definition)
             for element in _java_split(value):
                 if op is AlterOp.APPEND and element not in parts:
                     parts.append(element)
                 elif op is AlterOp.SUBTRACT and element in parts:
                     parts.remove(element)
             updated[name] = ",".join(parts)
+    return updated
+
+
+def apply_incremental(
+    current: Mapping[str, str],
+    ops: Iterable[tuple[str, int, str | None]],
+    *,
+    broker: BrokerConfig | None = None,
+) -> dict[str, str] | AdminError:
+    """IncrementalAlterConfigs on a topic: the new stored configs, or the error Kafka answers with
+    (duplicate keys and null values, then ``apply_operations``, then ``topic_config_error``)."""
+    ops = list(ops)
+    names = [name for name, _, _ in ops]
+    if len(set(names)) != len(names):
+        return _invalid_request("Error due to duplicate config keys")
+    nulls = [name for name, op, value in ops if op != AlterOp.DELETE and value is None]
+    if nulls:
+        return _invalid_request("Null value not supported for : " + ", ".join(nulls))
+    updated = apply_operations(current, ops, TOPIC_CONFIGS)
+    if isinstance(updated, AdminError):
+        return updated
     error = topic_config_error(updated, broker=broker, existing=current)
     return error if error is not None else updated

@@ -17,6 +17,7 @@ __all__ = [
     "java_double_to_string",
     "java_trim",
     "split_java_list",
+    "java_int",
 ]
 
 
@@ -59,6 +60,14 @@ def java_trim(text: str) -> str:
     while end > start and text[end - 1] <= " ":
         end -= 1
     return text[start:end]
+
+
+def java_int(text: str) -> int | None:
+    """``Integer.parseInt``, or None where it throws."""
+    if not _INTEGER.match(text):
+        return None
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else None
 
 
 def split_java_list(trimmed: str) -> list[str]:

@@ -1,7 +1,9 @@
 """The controller: the one writer of ``__cluster_metadata`` (Kafka's ``QuorumController`` with a
 single voter). Every operation decides its records from the current image with the pure rules of this
-package (``brokers``, ``alter_partition``, ``partition_updates``, ``placement``), appends them as one
-batch, and answers from the image they produce; the brokers learn the same records by fetching the log.
+package (``brokers``, ``alter_partition``, ``partition_updates``, ``placement``, ``configs``), appends
+them as one batch, and answers from the image they produce; the brokers learn the same records by
+fetching the log. Its own configuration follows the dynamic broker configs of the log (the cluster
+default and its node id), as a broker's does.
 
 It keeps, outside the log, only what Kafka's controller keeps in its ``BrokerHeartbeatManager``: when
 each broker last heartbeated, the metadata offset it reported, and the offset its controlled shutdown
@@ -11,8 +13,8 @@ topics that allow it (``maybeElectUncleanLeaders``), and move leadership back to
 (``auto.leader.rebalance.enable``, ``maybeBalancePartitionLeaders``).
 
 The topic operations have the names and shapes of the single node's (``create_topic``,
-``add_partitions``, ``delete_topic``, ``alter_topic_configs``, ``assign_replicas`` ...), so the same
-CreateTopics, DeleteTopics and CreatePartitions handlers run on either."""
+``add_partitions``, ``delete_topic``, and ``NodeSettings``' ``assign_replicas``, ``topic_settings`` ...),
+so the same CreateTopics, DeleteTopics and CreatePartitions handlers run on either."""
 
 from __future__ import annotations
 
@@ -31,14 +33,24 @@ from kconform.codecs.metadata_records import (
 )
 
 from ..clock import Clock
-from ..cluster_metadata import NO_LEADER, TOPIC_RESOURCE, ClusterImage, ImageChange, MetadataLog, TopicInfo
-from ..config import BrokerConfig, TopicConfig, create_topics_config_error
+from ..cluster_metadata import (
+    BROKER_RESOURCE,
+    NO_LEADER,
+    TOPIC_RESOURCE,
+    ClusterImage,
+    ImageChange,
+    MetadataLog,
+    TopicInfo,
+)
+from ..config import AdminError, BrokerConfig
+from ..node_settings import NodeSettings
 from ..purgatory import Purgatory
 from . import brokers as broker_rules
+from . import configs as config_rules
 from .alter_partition import alter_partition
 from .partition_change import Election
 from .partition_updates import election, unclean_allowed
-from .placement import NotEnoughBrokers, place_replicas
+from .placement import NotEnoughBrokers
 from .reassignment import reassignment_change
 
 __all__ = ["Controller", "METADATA_WATCH_KEY", "PRODUCER_ID_BLOCK_SIZE"]
@@ -48,7 +60,7 @@ METADATA_WATCH_KEY = ("__cluster_metadata", 0)
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdControlManager's block
 
 
-class Controller:
+class Controller(NodeSettings):
     def __init__(self, config: BrokerConfig, data_dir: Path, *, clock: Clock, purgatory: Purgatory) -> None:
         self.config = config
         self.clock = clock
@@ -57,6 +69,7 @@ class Controller:
         self.metadata = MetadataLog.open(data_dir, clock=clock.now_ms)
         # every start is a new quorum epoch, as a single voter elects itself again
         self.epoch = max(self.metadata.latest_epoch, 0) + 1
+        self.follow_dynamic_config()
         self._last_contact: dict[int, float] = {}
         self._metadata_offset: dict[int, int] = {}  # the last currentMetadataOffset each broker sent
         self._shutdown_offset: dict[int, int] = {}  # a broker in controlled shutdown -> where it began
@@ -79,6 +92,8 @@ class Controller:
 
     def append(self, records: Sequence) -> ImageChange:
         change = self.metadata.append(records, leader_epoch=self.epoch, now_ms=self.clock.now_ms())
+        if any(resource_type == BROKER_RESOURCE for resource_type, _ in change.configs):
+            self.follow_dynamic_config()  # the cluster default or this node's own layer may have moved
         self.purgatory.notify(METADATA_WATCH_KEY)  # wake the brokers' metadata fetches
         return change
 
@@ -153,39 +168,6 @@ class Controller:
 
     # ---- topics (the shapes the single node's topic handlers call) ------------------------------
 
-    @property
-    def live_broker_ids(self) -> list[int]:
-        return [b.broker_id for b in self.image.usable_brokers()]
-
-    @property
-    def auto_create_topics(self) -> bool:
-        return bool(self.config["auto.create.topics.enable"])
-
-    @property
-    def default_partitions(self) -> int:
-        return int(self.config["num.partitions"])
-
-    @property
-    def default_replication_factor(self) -> int:
-        return int(self.config["default.replication.factor"])
-
-    def topic_settings(self, overrides: dict[str, str]) -> dict[str, str]:
-        resolved = TopicConfig.resolve(self.config, overrides, include_synonyms=False)
-        return {name: entry.value for name, entry in resolved.items() if entry.value is not None}
-
-    def topic_config_problem(self, configs: dict[str, str]) -> str | None:
-        error = create_topics_config_error(configs.items(), broker=self.config)
-        return None if error is None else error.message
-
-    def describe_topic_configs(self, overrides: dict[str, str]):
-        return TopicConfig.for_create_topics(self.config, overrides)
-
-    def assign_replicas(self, partitions: int, factor: int, *, start: int = 0) -> list[list[int]]:
-        """StripedReplicaPlacer's candidates: every registered broker not in controlled shutdown,
-        fenced ones as followers of last resort. NotEnoughBrokers when it cannot place."""
-        brokers = [b for _, b in sorted(self.image.brokers.items()) if not b.in_controlled_shutdown]
-        return place_replicas(brokers, partitions, factor, start=start)
-
     def _partition_records(self, topic_id: uuid.UUID, first_index: int, replicas: list[list[int]]) -> list:
         records = []
         for offset, assignment in enumerate(replicas):
@@ -237,10 +219,6 @@ class Controller:
         self.append(records)
         return self.image.get(name)
 
-    def auto_create_topic(self, name: str) -> TopicInfo:
-        factor = min(self.default_replication_factor, len(self.live_broker_ids))
-        return self.create_topic(name, self.assign_replicas(self.default_partitions, factor), {})
-
     def add_partitions(self, name: str, replicas: list[list[int]]) -> TopicInfo:
         topic = self.image.get(name)
         self.append(self._partition_records(topic.topic_id, len(topic.partitions), replicas))
@@ -254,19 +232,31 @@ class Controller:
         return topic
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Replace a topic's overrides: set the new values, null the ones no longer given."""
-        current = self.image.topic_configs(name)
-        records = [
-            ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=name, name=key, value=value)
-            for key, value in sorted(configs.items())
-            if current.get(key) != value
-        ]
-        records += [
-            ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=name, name=key, value=None)
-            for key in sorted(current)
-            if key not in configs
-        ]
-        self.append(records)
+        """Replace a topic's overrides (AlterConfigs on one topic); ValueError with Kafka's message when
+        refused."""
+        (error,) = self.alter_configs([(TOPIC_RESOURCE, name, configs)], incremental=False)
+        if error is not None:
+            raise ValueError(error.message)
+
+    # ---- configs ------------------------------------------------------------------------------
+
+    def alter_configs(
+        self, resources: Sequence[tuple[int, str, object]], *, incremental: bool, validate_only: bool = False
+    ) -> list[AdminError | None]:
+        """IncrementalAlterConfigs or AlterConfigs (``QuorumController.incrementalAlterConfigs`` /
+        ``legacyAlterConfigs``) on (type, name, changes) resources, changes being (name, operation, value)
+        operations or the whole new config: each resource's error or None, in order. The records of the
+        resources that passed are written as one batch, unless ``validate_only``."""
+        rule = config_rules.incremental_change if incremental else config_rules.legacy_change
+        records: list = []
+        errors = []
+        for resource_type, name, changes in resources:
+            written, error = rule(self.image, self.config, self.node_id, resource_type, name, changes)
+            records += written
+            errors.append(error)
+        if not validate_only:
+            self.append(records)
+        return errors
 
     # ---- partitions -----------------------------------------------------------------------------
 

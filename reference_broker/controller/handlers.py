@@ -1,16 +1,19 @@
 """The controller listener's APIs (Kafka's ``ControllerApis``), each a function of a ``ControllerNode``:
 BrokerRegistration, BrokerHeartbeat, AlterPartition, AllocateProducerIds, the metadata log's Fetch,
 Envelope (requests a broker forwards), ElectLeaders, DescribeCluster (KIP-919: the cluster id for a
-broker's first start), ApiVersions, and the topic operations the single node also serves
-(CreateTopics, DeleteTopics, CreatePartitions: the same handler functions).
+broker's first start), ApiVersions, AlterConfigs and IncrementalAlterConfigs (what a broker leaves
+after its own preprocessing), and the topic operations the single node also serves (CreateTopics,
+DeleteTopics, CreatePartitions: the same handler functions).
 
 A broker in the same process (combined mode) calls these same functions without a socket."""
 
 from __future__ import annotations
 
+from kconform.codecs.constants import ConfigResourceType
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
     AllocateProducerIdsResponse,
+    AlterConfigsResponse,
     AlterPartitionReassignmentsResponse,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
@@ -18,6 +21,7 @@ from kconform.codecs.messages import (
     ElectLeadersResponse,
     EnvelopeResponse,
     FetchResponse,
+    IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse,
 )
 from kconform.codecs.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
@@ -27,6 +31,7 @@ from ..handlers import Handler, handles
 from ..handlers import api_versions as _api_versions
 from ..handlers import topics as _topics
 from .brokers import Refused
+from .configs import not_served
 from .controller import METADATA_WATCH_KEY
 from .partition_change import Election
 
@@ -35,6 +40,16 @@ __all__ = ["CONTROLLER_HANDLERS"]
 CONTROLLER_HANDLERS: dict[int, Handler] = {}
 _CONTROLLER_ENDPOINTS = 2
 _ELECTION_TYPES = {0: Election.PREFERRED, 1: Election.UNCLEAN}
+# ConfigResource.Type's ids; any other is Type.UNKNOWN
+_CONFIG_RESOURCE_TYPES = frozenset(
+    {
+        ConfigResourceType.TOPIC,
+        ConfigResourceType.BROKER,
+        ConfigResourceType.BROKER_LOGGER,
+        ConfigResourceType.CLIENT_METRICS,
+        ConfigResourceType.GROUP,
+    }
+)
 
 handles(18, registry=CONTROLLER_HANDLERS)(_api_versions.api_versions)
 
@@ -254,3 +269,63 @@ async def list_partition_reassignments(node, ctx, request) -> ListPartitionReass
                 ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=ongoing)
             )
     return ListPartitionReassignmentsResponse(error_code=Errors.NONE, topics=topics)
+
+
+def _alter_configs(node, request, *, incremental: bool) -> list[tuple[int, str, int, str | None]]:
+    """``ControllerApis.handleLegacyAlterConfigs`` / ``handleIncrementalAlterConfigs``: (type, name, error
+    code, message) per result. An unknown resource type is UNSUPPORTED_VERSION; a resource named twice
+    gets one INVALID_REQUEST result and is left out (a third naming is passed over); a config named twice
+    keeps its last value. Kafka lists the controller's results in HashMap order, here in request order;
+    BROKER_LOGGER results (IncrementalAlterConfigs only, not served) come last."""
+    early, loggers = [], []
+    changes: dict[tuple[int, str], object] = {}
+    duplicates: set[tuple[int, str]] = set()
+    for resource in request.resources:
+        kind, name = resource.resource_type, resource.resource_name
+        if incremental and kind == ConfigResourceType.BROKER_LOGGER:
+            error = not_served(kind)
+            loggers.append((kind, name, error.code, error.message))
+        elif kind not in _CONFIG_RESOURCE_TYPES:
+            early.append((kind, name, Errors.UNSUPPORTED_VERSION, f"Unknown resource type {kind}."))
+        elif (kind, name) in changes:
+            del changes[(kind, name)]
+            duplicates.add((kind, name))
+            early.append((kind, name, Errors.INVALID_REQUEST, "Duplicate resource."))
+        elif (kind, name) not in duplicates:
+            if incremental:
+                ops = {c.name: (c.name, c.config_operation, c.value) for c in resource.configs}
+                changes[(kind, name)] = list(ops.values())
+            else:
+                changes[(kind, name)] = {c.name: c.value for c in resource.configs}
+    errors = node.controller.alter_configs(
+        [(kind, name, change) for (kind, name), change in changes.items()],
+        incremental=incremental,
+        validate_only=request.validate_only,
+    )
+    results = [
+        (kind, name, error.code if error else Errors.NONE, error.message if error else None)
+        for (kind, name), error in zip(changes, errors, strict=True)
+    ]
+    return early + results + loggers
+
+
+@handles(33, registry=CONTROLLER_HANDLERS)
+async def alter_configs(node, ctx, request) -> AlterConfigsResponse:
+    Result = AlterConfigsResponse.AlterConfigsResourceResponse
+    return AlterConfigsResponse(
+        responses=[
+            Result(error_code=code, error_message=message, resource_type=kind, resource_name=name)
+            for kind, name, code, message in _alter_configs(node, request, incremental=False)
+        ]
+    )
+
+
+@handles(44, registry=CONTROLLER_HANDLERS)
+async def incremental_alter_configs(node, ctx, request) -> IncrementalAlterConfigsResponse:
+    Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+    return IncrementalAlterConfigsResponse(
+        responses=[
+            Result(error_code=code, error_message=message, resource_type=kind, resource_name=name)
+            for kind, name, code, message in _alter_configs(node, request, incremental=True)
+        ]
+    )

@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from ..cluster_metadata import BrokerInfo
+from ..cluster_metadata import BrokerInfo, ClusterImage
 
-__all__ = ["NotEnoughBrokers", "place_replicas"]
+__all__ = ["NotEnoughBrokers", "assign_replicas", "place_replicas"]
 
 
 class NotEnoughBrokers(ValueError):
@@ -124,3 +124,12 @@ def place_replicas(
             f"{len(brokers)} broker(s) are registered."
         )
     return [racks.place(factor) for _ in range(partitions)]
+
+
+def assign_replicas(image: ClusterImage, partitions: int, factor: int, *, start: int = 0) -> list[list[int]]:
+    """Replica lists for new partitions as the controller places them (``ReplicationControlManager
+    .createTopic`` / ``createPartitions`` over ``ClusterControlManager.usableBrokers``): every registered
+    broker not in controlled shutdown, fenced ones as followers of last resort. NotEnoughBrokers when
+    it cannot place."""
+    brokers = [b for _, b in sorted(image.brokers.items()) if not b.in_controlled_shutdown]
+    return place_replicas(brokers, partitions, factor, start=start)

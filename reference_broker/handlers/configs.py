@@ -7,15 +7,18 @@ cluster-wide defaults, any other name INVALID_REQUEST; null or empty configurati
 sensitive values are null. Entries come in the order of Kafka's Scala ``mutable.HashMap`` (see
 ``_scala_hash_map_order``).
 
-Altering runs the two stages of Kafka 4.0: the broker's ``ConfigAdminManager.preprocess`` (a resource named
-twice: INVALID_REQUEST for each; duplicate keys, null values, unknown types: INVALID_REQUEST;
-BROKER resources checked against ``DynamicBrokerConfig.validate``: read-only configs, listener-only security
-configs, values, per-broker configs at cluster level, the new whole config and the thread-pool limits, all
-INVALID_REQUEST with Kafka's message), then the controller's ``ConfigurationControlManager`` with
-``ControllerConfigurationValidator`` (topic name, ``LogConfig.validate`` as INVALID_CONFIG) and the
-existence check (UNKNOWN_TOPIC_OR_PARTITION). AlterConfigs replaces the whole override set;
-IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT. validate_only checks and keeps nothing.
-Results are in request order with a null message on success.
+Altering runs the two stages of Kafka 4.0 (``KafkaApis.handleAlterConfigsRequest`` and
+``handleIncrementalAlterConfigsRequest``). This broker runs ``ConfigAdminManager.preprocess`` (a resource
+named twice: INVALID_REQUEST for each; duplicate keys, null values, unknown types: INVALID_REQUEST; a BROKER
+resource must be "" or this broker's id and is checked against ``DynamicBrokerConfig.validate``: read-only
+configs, listener-only security configs, values, per-broker configs at cluster level, the new whole config
+and the thread-pool limits, all INVALID_REQUEST with Kafka's message). The resources that pass go to the
+controller in one request (``ForwardingManager``, in process in combined mode), which judges and stores
+them as ConfigRecords in the metadata log (``controller.configs``: ``ConfigurationControlManager``); its
+answers are put back in request order (``ConfigAdminManager.reassemble*Response``), a null message on
+success. validate_only checks and keeps nothing. Every node takes the stored configs from the log: topic
+configs into its replicas, the dynamic broker configs ("" and its own id) into its configuration, which
+DescribeConfigs then shows.
 
 Not served yet (answered INVALID_REQUEST with a message saying so): GROUP and BROKER_LOGGER descriptions,
 and altering BROKER_LOGGER, CLIENT_METRICS and GROUP resources. Config documentation (v3) is null: the
@@ -24,10 +27,7 @@ config table carries no documentation text.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
 
 from kconform.codecs.constants import ConfigResourceType
 from kconform.codecs.errors import Errors
@@ -39,7 +39,7 @@ from kconform.codecs.messages import (
 
 from ..config import (
     BROKER_CONFIGS,
-    TOPIC_CONFIGS,
+    LISTENER_ONLY_CONFIGS,
     AdminError,
     AlterOp,
     ConfigEntry,
@@ -47,11 +47,13 @@ from ..config import (
     ConfigType,
     TopicConfig,
     UpdateMode,
-    apply_incremental,
     describe_broker_configs,
     describe_default_broker_configs,
-    topic_config_error,
+    java_int,
+    persisted_layer,
 )
+from ..controller.configs import not_served
+from ..forwarding import ForwardingFailed, ask_controller
 from ..topic_names import topic_name_error
 from . import handles
 
@@ -68,21 +70,6 @@ _INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was "
     "sent to an incompatible broker. See the broker logs for more details."
 )
-# SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix (DynamicSecurityConfigs).
-_LISTENER_ONLY = frozenset(
-    {
-        "ssl.keystore.type",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.key.password",
-        "ssl.truststore.type",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.truststore.certificates",
-    }
-)
 # DynamicThreadPool.ReconfigurableConfigs and the network processors: a changed count must stay within
 # [current / 2, current * 2], else processReconfiguration fails with this message.
 _THREAD_POOLS = (
@@ -92,15 +79,6 @@ _THREAD_POOLS = (
     "background.threads",
     "num.network.threads",
 )
-_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
-
-
-def _java_int(text: str) -> int | None:
-    """``Integer.parseInt``, or None where it throws."""
-    if not _JAVA_INT.match(text):
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None
 
 
 def _java_split(text: str) -> list[str]:
@@ -113,12 +91,6 @@ def _java_split(text: str) -> list[str]:
 
 def _invalid_request(message: str) -> AdminError:
     return AdminError(Errors.INVALID_REQUEST, message)
-
-
-def _not_served(resource_type: int) -> AdminError:
-    return _invalid_request(
-        f"{_RESOURCE_TYPES[resource_type]} resources are not supported by the kconform reference broker yet"
-    )
 
 
 # ---- ordering ---------------------------------------------------------------------------------------
@@ -162,7 +134,7 @@ def _selected(entries: list[ConfigEntry], keys, *, repeated_puts: bool) -> list[
 
 
 def _broker_id_error(broker, name: str, *, logger: bool) -> AdminError | None:
-    node_id = _java_int(name)
+    node_id = java_int(name)
     if node_id is None:
         return _invalid_request(f"Broker id must be an integer, but it is: {name}")
     if node_id != broker.node_id:
@@ -194,14 +166,14 @@ def _described(broker, resource, include_synonyms: bool) -> list[ConfigEntry] | 
     if kind == BROKER_LOGGER:
         if not name:
             return _invalid_request("Broker id must not be empty")
-        return _broker_id_error(broker, name, logger=True) or _not_served(kind)
+        return _broker_id_error(broker, name, logger=True) or not_served(kind)
     if kind == CLIENT_METRICS:
         if not name:
             return _invalid_request("Client metrics subscription name must not be empty")
         return []  # no subscription is ever stored here, and an unknown one describes as empty
     if not name:
         return _invalid_request("Group name must not be empty")
-    return _not_served(kind)
+    return not_served(kind)
 
 
 def _config_result(entry: ConfigEntry) -> DescribeConfigsResponse.DescribeConfigsResourceResult:
@@ -250,33 +222,47 @@ async def describe_configs(broker, ctx, request) -> DescribeConfigsResponse:
 
 # ---- AlterConfigs and IncrementalAlterConfigs -------------------------------------------------------
 
-
-@dataclass(slots=True)
-class _Pending:
-    resource: Any
-    error: AdminError | None = None
-    broker_layer: dict[str, str] | None = None  # BROKER: the validated new dynamic layer
+# ConfigAdminManager.reassemble*Response: a forwarded resource the controller gave no result for
+_NO_RESULT = AdminError(
+    Errors.UNKNOWN_SERVER_ERROR, "The server experienced an unexpected error when processing the request."
+)
 
 
-def _alter(broker, resources, *, validate_only: bool, incremental: bool) -> list[AdminError | None]:
-    """Every resource's outcome, in request order: the broker's preprocessing of all of them first, then
-    the controller's validation and storage of those that passed."""
+async def _alter(broker, ctx, request, *, incremental: bool) -> list[AdminError | None]:
+    """Every resource's outcome, in request order (``KafkaApis.handleAlterConfigsRequest`` /
+    ``handleIncrementalAlterConfigsRequest``): the broker's preprocessing of all of them, then the
+    resources that passed forwarded to the controller in one request, its answers put back in place."""
+    resources = request.resources
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
-    pending = [_Pending(r) for r in resources]
-    for p in pending:
-        if counts[(p.resource.resource_type, p.resource.resource_name)] > 1:
-            p.error = _invalid_request("Each resource must appear at most once.")
-        else:
-            p.error = _preprocess(broker, p, incremental=incremental)
-    for p in pending:
-        if p.error is None:
-            p.error = _persist(broker, p, validate_only=validate_only, incremental=incremental)
-    return [p.error for p in pending]
+    errors = [
+        _invalid_request("Each resource must appear at most once.")
+        if counts[(r.resource_type, r.resource_name)] > 1
+        else _preprocess(broker, r, incremental=incremental)
+        for r in resources
+    ]
+    remaining = [r for r, error in zip(resources, errors, strict=True) if error is None]
+    if not remaining:
+        return errors
+    forwarded = type(request)(resources=remaining, validate_only=request.validate_only)
+    try:
+        answer = await ask_controller(broker, ctx, forwarded)
+        results = {
+            (r.resource_type, r.resource_name): AdminError(r.error_code, r.error_message)
+            if r.error_code
+            else None
+            for r in answer.responses
+        }
+    except ForwardingFailed as exc:  # the forwarded request's own error response
+        results = {(r.resource_type, r.resource_name): AdminError(exc.code, None) for r in remaining}
+    return [
+        error if error is not None else results.get((r.resource_type, r.resource_name), _NO_RESULT)
+        for r, error in zip(resources, errors, strict=True)
+    ]
 
 
-def _preprocess(broker, p: _Pending, *, incremental: bool) -> AdminError | None:
-    """``ConfigAdminManager.preprocess``."""
-    configs = p.resource.configs
+def _preprocess(broker, resource, *, incremental: bool) -> AdminError | None:
+    """``ConfigAdminManager.preprocess``: an error, or None for a resource the controller is to judge."""
+    configs = resource.configs
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
         return _invalid_request("Error due to duplicate config keys")
@@ -287,20 +273,22 @@ def _preprocess(broker, p: _Pending, *, incremental: bool) -> AdminError | None:
     ]
     if nulls:
         return _invalid_request("Null value not supported for : " + ", ".join(nulls))
-    kind = p.resource.resource_type
+    kind = resource.resource_type
     if kind == BROKER:
-        return _preprocess_broker(broker, p, incremental=incremental)
+        return _preprocess_broker(broker, resource, incremental=incremental)
     if kind == BROKER_LOGGER and incremental:
-        return _not_served(kind)
+        return not_served(kind)
     if kind in (TOPIC, CLIENT_METRICS, GROUP):
         return None
     return _invalid_request(f"Unknown resource type {kind}")
 
 
-def _preprocess_broker(broker, p: _Pending, *, incremental: bool) -> AdminError | None:
-    name = p.resource.resource_name
+def _preprocess_broker(broker, resource, *, incremental: bool) -> AdminError | None:
+    """``validateResourceNameIsCurrentNodeId`` and ``validateBrokerConfigChange``: the new dynamic layer,
+    from the one the metadata holds (``fromPersistentProps``), must pass this broker's checks."""
+    name = resource.resource_name
     if name:
-        node_id = _java_int(name)
+        node_id = java_int(name)
         if node_id is None:
             return _invalid_request(f"Node id must be an integer, but it is: {name}")
         if node_id != broker.node_id:
@@ -308,18 +296,16 @@ def _preprocess_broker(broker, p: _Pending, *, incremental: bool) -> AdminError 
     per_broker = bool(name)
     config = broker.config
     if incremental:
-        current = dict(config.dynamic_broker if per_broker else config.dynamic_default)
-        ops = [(c.name, c.config_operation, c.value) for c in p.resource.configs]
+        stored = broker.image.resource_configs(BROKER, name)
+        current, _ = persisted_layer(stored, per_broker=per_broker)
+        ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
         layer = _incremental_broker_layer(current, ops)
         if isinstance(layer, AdminError):
             return layer
     else:
-        layer = {c.name: c.value for c in p.resource.configs}
+        layer = {c.name: c.value for c in resource.configs}
     problem = _broker_change_problem(config, layer, per_broker=per_broker)
-    if problem is not None:
-        return _invalid_request(problem)
-    p.broker_layer = layer
-    return None
+    return None if problem is None else _invalid_request(problem)
 
 
 def _incremental_broker_layer(current: dict[str, str], ops) -> dict[str, str] | AdminError:
@@ -358,7 +344,7 @@ def _broker_change_problem(config, layer: dict[str, str], *, per_broker: bool) -
     if not any(
         name in BROKER_CONFIGS and BROKER_CONFIGS[name].update_mode is UpdateMode.READ_ONLY for name in layer
     ):  # read-only configs are reported by with_dynamic below, before anything else
-        listener_only = [name for name in layer if name in _LISTENER_ONLY]
+        listener_only = [name for name in layer if name in LISTENER_ONLY_CONFIGS]
         if listener_only:
             return (
                 "These security configs can be dynamically updated only per-listener using the listener "
@@ -384,66 +370,9 @@ def _broker_change_problem(config, layer: dict[str, str], *, per_broker: bool) -
     return None
 
 
-def _persist(broker, p: _Pending, *, validate_only: bool, incremental: bool) -> AdminError | None:
-    """The controller's part: validate, check the resource exists, store."""
-    kind, name = p.resource.resource_type, p.resource.resource_name
-    if kind == BROKER:
-        if not validate_only:
-            if name:
-                broker.alter_broker_configs(per_broker=p.broker_layer)
-            else:
-                broker.alter_broker_configs(cluster_default=p.broker_layer)
-        return None
-    if kind != TOPIC:
-        return _not_served(kind)
-    topic = broker.topics.get(name)
-    current = dict(topic.configs) if topic is not None else {}
-    name_error = _topic_resource_error(name)
-    if incremental:
-        ops = [(c.name, c.config_operation, c.value) for c in p.resource.configs]
-        if name_error is not None:  # operations are applied before the validator looks at the name
-            return _list_operation_error(ops) or name_error
-        updated = apply_incremental(current, ops, broker=broker.config)
-        if isinstance(updated, AdminError):
-            return updated
-    else:
-        if name_error is not None:
-            return name_error
-        updated = {c.name: c.value for c in p.resource.configs}
-        error = topic_config_error(updated, broker=broker.config, existing=current)
-        if error is not None:
-            return error
-    if topic is None:
-        return AdminError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    if not validate_only:
-        broker.alter_topic_configs(name, updated)
-    return None
-
-
-def _topic_resource_error(name: str) -> AdminError | None:
-    """``ControllerConfigurationValidator.validateTopicName``."""
-    if not name:
-        return _invalid_request("Default topic resources are not allowed.")
-    reason = topic_name_error(name)
-    return None if reason is None else AdminError(Errors.INVALID_TOPIC_EXCEPTION, reason)
-
-
-def _list_operation_error(ops) -> AdminError | None:
-    """The error ``ConfigurationControlManager`` meets while applying a topic's operations, if any."""
-    for name, op, _ in ops:
-        if op not in set(AlterOp):
-            return _invalid_request(f"Unknown operations type {op}")
-        if op in (AlterOp.APPEND, AlterOp.SUBTRACT):
-            definition = TOPIC_CONFIGS.get(name)
-            if definition is None or definition.type is not ConfigType.LIST:
-                message = f"Can't {AlterOp(op).name} to key {name} because its type is not LIST."
-                return AdminError(Errors.INVALID_CONFIG, message)
-    return None
-
-
 @handles(33)
 async def alter_configs(broker, ctx, request) -> AlterConfigsResponse:
-    outcomes = _alter(broker, request.resources, validate_only=request.validate_only, incremental=False)
+    outcomes = await _alter(broker, ctx, request, incremental=False)
     return AlterConfigsResponse(
         responses=[
             AlterConfigsResponse.AlterConfigsResourceResponse(
@@ -459,7 +388,7 @@ async def alter_configs(broker, ctx, request) -> AlterConfigsResponse:
 
 @handles(44)
 async def incremental_alter_configs(broker, ctx, request) -> IncrementalAlterConfigsResponse:
-    outcomes = _alter(broker, request.resources, validate_only=request.validate_only, incremental=True)
+    outcomes = await _alter(broker, ctx, request, incremental=True)
     return IncrementalAlterConfigsResponse(
         responses=[
             IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(

@@ -408,3 +408,24 @@ def test_incremental_broker_set_then_delete_returns_to_the_static_value(tmp_path
 
     set_value, after_delete, dynamic = run(tmp_path, scenario, **{"message.max.bytes": "1500000"})
     assert (set_value, after_delete, dynamic) == (2000000, 1500000, {})
+
+
+def test_dynamic_broker_configs_are_kept_in_the_metadata_log_across_a_restart(tmp_path):
+    """ConfigurationControlManager writes them as ConfigRecords; a node replays the log on start and takes
+    the cluster default and its own layer (DynamicConfigPublisher)."""
+
+    async def alter(client, node):
+        return await client.incremental(
+            (BROKER, "", [("log.retention.ms", SET, "7200000")]),
+            (BROKER, "1", [("message.max.bytes", SET, "2000000")]),
+        )
+
+    async def describe(client, node):
+        return await client.describe(BROKER, "1", ["log.retention.ms", "message.max.bytes"])
+
+    assert [error(r) for r in run(tmp_path, alter)] == [(Errors.NONE, None)] * 2
+    result = run(tmp_path, describe)
+    assert {c.name: (c.value, c.config_source) for c in result.configs} == {
+        "log.retention.ms": ("7200000", DYNAMIC_DEFAULT),
+        "message.max.bytes": ("2000000", DYNAMIC_BROKER),
+    }

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 from kconform.codecs.messages import AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest
+from kconform.codecs.metadata_log import decode_metadata_record
 from kconform.codecs.metadata_records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -14,6 +15,7 @@ from kconform.codecs.metadata_records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from kconform.codecs.records import iter_batches
 from kconform.reference_broker.clock import ManualClock
 from kconform.reference_broker.cluster_metadata import TOPIC_RESOURCE, ClusterImage, PartitionInfo
 from kconform.reference_broker.config import BrokerConfig
@@ -134,3 +136,14 @@ def join(controller: Controller, broker_id: int, *, rack: str | None = None, inc
     answer = controller.heartbeat(heartbeat(broker_id, epoch, controller.metadata.end_offset))
     assert not answer.is_fenced
     return epoch
+
+
+def records_from(controller: Controller, offset: int) -> list:
+    """The metadata records the controller wrote from ``offset`` on."""
+    data = controller.metadata.read(offset, 1 << 20)
+    return [
+        decode_metadata_record(r.value)[2]
+        for b in iter_batches(data)
+        for r in b.records
+        if r.offset >= offset
+    ]

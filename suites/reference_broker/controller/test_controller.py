@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kconform.codecs.errors import Errors
-from kconform.codecs.metadata_log import decode_metadata_record
 from kconform.codecs.metadata_records import ConfigRecord, PartitionRecord, TopicRecord
-from kconform.codecs.records import iter_batches
 from kconform.reference_broker.clock import ManualClock
 from kconform.reference_broker.cluster_metadata import TOPIC_RESOURCE
 from kconform.reference_broker.controller import brokers as rules
@@ -16,7 +14,7 @@ from kconform.reference_broker.controller.controller import PRODUCER_ID_BLOCK_SI
 from kconform.reference_broker.controller.partition_change import Election
 from kconform.reference_broker.controller.placement import NotEnoughBrokers
 
-from .cluster import alter, heartbeat, join, new_controller, registration
+from .cluster import alter, heartbeat, join, new_controller, records_from, registration
 
 
 @pytest.fixture
@@ -36,16 +34,6 @@ def controller(tmp_path, clock):
 def reopen(controller, tmp_path, clock):
     controller.close()
     return new_controller(tmp_path, clock)
-
-
-def records_from(controller, offset):
-    data = controller.metadata.read(offset, 1 << 20)
-    return [
-        decode_metadata_record(r.value)[2]
-        for b in iter_batches(data)
-        for r in b.records
-        if r.offset >= offset
-    ]
 
 
 def snapshot(image):
