@@ -1,8 +1,10 @@
 """Runs a nemesis schedule: turns its steps into timed start and end events (``plan``, pure), then
 applies each through the driver for its kind: Toxiproxy for network faults (the same calls to a real
 Toxiproxy or to kconform's embedded one), broker processes for kill and freeze, librdkafka's mock
-cluster's own hooks for its faults. Every event is logged with its outcome, and ``active()`` names the
-faults in force, which the workloads copy into their trace rows."""
+cluster's own hooks for its faults. On a replicated cluster a ``ClusterDriver`` decides what a step acts
+on when it starts (the partition's leader then, the links that cut it off), and its end undoes exactly
+that. Every event is logged with its outcome and what it acted on, and ``active()`` names the faults in
+force, which the workloads copy into their trace rows."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any, Protocol
 
 from .schedule import Schedule, Step
 
-__all__ = ["FaultEvent", "Nemesis", "NetworkDriver", "ProcessDriver", "plan"]
+__all__ = ["ClusterDriver", "FaultEvent", "Nemesis", "NetworkDriver", "ProcessDriver", "plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class FaultEvent:
     label: str
     ok: bool
     error: str = ""
+    targets: tuple[str, ...] = ()  # the links or nodes it acted on
 
 
 def plan(schedule: Schedule, run_seconds: float) -> list[PlannedEvent]:
@@ -66,6 +69,17 @@ class ProcessDriver(Protocol):
     def restart(self, node: str) -> None: ...
     def freeze(self, node: str) -> None: ...
     def thaw(self, node: str) -> None: ...
+    def stop(self, node: str) -> None: ...
+
+
+class ClusterDriver(Protocol):
+    """A replicated cluster's roles: what a step names (``leader``, ``isolate`` ...) resolved now."""
+
+    def resolve(self, step: Step) -> list[str]:
+        """The links (network faults) or node ids (process faults) the step acts on."""
+
+    def admin(self, step: Step) -> None:
+        """Carry out an admin step (``reassign``, ``elect``)."""
 
 
 class ToxiproxyDriver:
@@ -98,13 +112,16 @@ class Nemesis:
         network: NetworkDriver | None = None,
         processes: ProcessDriver | None = None,
         mock: Any = None,  # a target's FaultHooks (rdkafka-mock)
+        cluster: ClusterDriver | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.schedule = schedule
         self.network = network
         self.processes = processes
         self.mock = mock
+        self.cluster = cluster
         self.clock = clock
+        self._resolved: dict[int, list[str]] = {}  # step number -> what its start acted on
         self.log: list[FaultEvent] = []
         self._active: dict[int, Step] = {}
         self._started: float | None = None
@@ -124,9 +141,20 @@ class Nemesis:
 
     def apply(self, event: PlannedEvent) -> None:
         step = event.step
+        targets: list[str] = []
         try:
-            for target in self._targets(step):
-                self._apply_one(event, step, target)
+            # an end (or toggle) undoes what the start did, whoever leads now
+            targets = self._resolved.get(event.number) if event.action != "start" else None
+            if targets is None:
+                targets = self._targets(step)
+                if event.action == "start":
+                    self._resolved[event.number] = targets
+            if step.kind == "admin":
+                if event.action == "start":
+                    self._need(self.cluster, step).admin(step)
+            else:
+                for target in targets:
+                    self._apply_one(event, step, target)
             ok, error = True, ""
         except Exception as exc:  # noqa: BLE001 - a fault that cannot be applied is logged, not fatal
             ok, error = False, f"{type(exc).__name__}: {exc}"
@@ -135,9 +163,15 @@ class Nemesis:
         elif event.action == "end":
             self._active.pop(event.number, None)
         elapsed = self.clock() - self._started if self._started is not None else event.at
-        self.log.append(FaultEvent(round(elapsed, 3), event.action, step.label(), ok, error))
+        self.log.append(
+            FaultEvent(round(elapsed, 3), event.action, step.label(), ok, error, tuple(targets or ()))
+        )
 
     def _targets(self, step: Step) -> list[str]:
+        if self.cluster is not None:
+            return self.cluster.resolve(step)
+        if step.kind == "admin" or step.fault in ("isolate", "split"):
+            raise RuntimeError(f"{step.fault} needs a replicated cluster")
         if step.links != ("*",):
             return list(step.links)
         if step.kind in ("toxic", "link"):
@@ -175,6 +209,8 @@ class Nemesis:
             procs = self._need(self.processes, step)
             if step.fault == "kill":
                 procs.kill(target) if action == "start" else procs.restart(target)
+            elif step.fault == "stop":
+                procs.stop(target) if action == "start" else procs.restart(target)
             else:
                 procs.freeze(target) if action == "start" else procs.thaw(target)
         else:

@@ -4,8 +4,11 @@ duration) end it. Written in TOML, checked when loaded, generated at random from
     [[step]]
     at = "2s"            # from the start of the run
     fault = "latency"    # latency, jitter, bandwidth, timeout, reset_peer, slow_close, slicer,
-                         # limit_data, partition, flap, kill, freeze, broker_down, rtt, request_errors
-    links = ["broker-1"] # proxies (links) for network faults; nodes for process faults
+                         # limit_data, partition, flap, kill, freeze, stop, isolate, split, reassign,
+                         # elect, broker_down, rtt, request_errors
+    links = ["broker-1"] # proxies (links) for network faults; nodes for process faults; on a
+                         # replicated cluster also roles: "leader", "follower", "controller",
+                         # "replication:leader", "clients" ... (faults.cluster_links)
     duration = "5s"      # omitted: until the end of the run
     [step.params]
     latency = 200
@@ -14,7 +17,11 @@ duration) end it. Written in TOML, checked when loaded, generated at random from
 Times take ``ms`` / ``s`` / ``m`` suffixes. Network faults become Toxiproxy toxics (or disable a proxy:
 ``partition``; ``flap`` toggles it every ``period``); process faults act on broker processes (``kill``
 then restart after the duration, ``freeze`` with SIGSTOP then SIGCONT); ``broker_down``, ``rtt`` and
-``request_errors`` use librdkafka's mock cluster's own hooks."""
+``request_errors`` use librdkafka's mock cluster's own hooks. On a replicated cluster ``stop`` stops a
+node cleanly (controlled shutdown) and restarts it, ``isolate`` cuts a node (``leader``, ``follower``,
+``controller`` or an id) off from its followers, its clients, the controller or all of them, ``split``
+cuts a minority of brokers (the leader first) off from the rest and the controller, ``reassign`` moves
+a partition's preferred replica to the next broker, ``elect`` runs a preferred leader election."""
 
 from __future__ import annotations
 
@@ -48,6 +55,12 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "flap": ("link", {"period": 1.0}),
     "kill": ("process", {}),
     "freeze": ("process", {}),
+    "stop": ("process", {}),
+    # replicated clusters (``cluster_links``): resolved by role when the fault starts
+    "isolate": ("link", {"node": "leader", "from": "all"}),
+    "split": ("link", {"minority": 1}),
+    "reassign": ("admin", {"partition": 0}),
+    "elect": ("admin", {}),
     "broker_down": ("mock", {}),
     "rtt": ("mock", {"rtt_ms": 500}),
     "request_errors": ("mock", {"api_key": 0, "errors": [6, 6, 7]}),
@@ -190,9 +203,11 @@ def random_schedule(
     faults: list[str] | None = None,
     mean_gap: float = 2.0,
     max_fault: float = 3.0,
+    everywhere: float = 0.3,
 ) -> Schedule:
     """A seeded random schedule: faults drawn from ``faults`` (network faults by default) start after
-    exponential gaps and last up to ``max_fault`` seconds, each on one link or all of them."""
+    exponential gaps and last up to ``max_fault`` seconds, each on one link or (with probability
+    ``everywhere``) all of them."""
     rng = random.Random(seed)
     choices = faults or ["latency", "bandwidth", "timeout", "reset_peer", "slicer", "partition", "flap"]
     steps = []
@@ -206,7 +221,7 @@ def random_schedule(
             params.update(rate=rng.choice([8, 32, 128]))
         elif fault == "timeout":
             params.update(timeout=rng.choice([0, 500, 2000]))
-        where = (rng.choice(links),) if rng.random() < 0.7 else ("*",)
+        where = (rng.choice(links),) if rng.random() < 1 - everywhere else ("*",)
         length = round(rng.uniform(0.2, max_fault), 3)
         steps.append(Step(round(t, 3), fault, where, min(length, max(duration - t, 0.1)), params))
         t += length + rng.expovariate(1 / mean_gap)

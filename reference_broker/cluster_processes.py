@@ -26,6 +26,10 @@ class ReferenceCluster:
     host: str = "127.0.0.1"
     node_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
     """Per broker id, properties over ``overrides`` (``broker.rack``, say): kept across restarts."""
+    advertise: dict[int, str] = field(default_factory=dict)
+    """Per broker id, the HOST:PORT it registers and tells clients (a proxy in front of it)."""
+    planted: tuple[str, ...] = ()
+    """Planted bugs (``planted``) every node runs with: test-only."""
 
     @property
     def bootstrap(self) -> str:
@@ -54,12 +58,13 @@ class ReferenceCluster:
             old.stop()
         if node_id == CONTROLLER_ID:
             self.controller = _start_controller(
-                self.data_dir, self.host, old.port, self.overrides, self.kafka_version, timeout
+                self.data_dir, self.host, old.port, self.overrides, self.kafka_version, timeout, self.planted
             )
             return self.controller
         self.brokers[node_id] = _start_broker(
             self.data_dir, node_id, self.host, old.port, self.controller_address,
             {**self.overrides, **self.node_overrides.get(node_id, {})}, self.kafka_version, timeout,
+            self.advertise.get(node_id), self.planted,
         )  # fmt: skip
         return self.brokers[node_id]
 
@@ -70,7 +75,11 @@ class ReferenceCluster:
         self.controller.stop()
 
 
-def _start_controller(data_dir, host, port, overrides, kafka_version, timeout) -> BrokerProcess:
+def _planted_env(planted: tuple[str, ...]) -> dict[str, str] | None:
+    return {"KCONFORM_PLANTED_BUGS": ",".join(planted)} if planted else None
+
+
+def _start_controller(data_dir, host, port, overrides, kafka_version, timeout, planted=()) -> BrokerProcess:
     return start_broker_process(
         Path(data_dir) / f"controller-{CONTROLLER_ID}",
         node_id=CONTROLLER_ID,
@@ -79,20 +88,24 @@ def _start_controller(data_dir, host, port, overrides, kafka_version, timeout) -
         overrides={**overrides, "process.roles": "controller"},
         kafka_version=kafka_version,
         timeout=timeout,
+        env=_planted_env(planted),
     )
 
 
 def _start_broker(
-    data_dir, node_id, host, port, controller, overrides, kafka_version, timeout
+    data_dir, node_id, host, port, controller, overrides, kafka_version, timeout, advertise=None, planted=()
 ) -> BrokerProcess:
+    """``overrides`` win over the controller address given, so a broker can dial it through a proxy."""
     return start_broker_process(
         Path(data_dir) / f"broker-{node_id}",
         node_id=node_id,
         host=host,
         port=port,
-        overrides={**overrides, "process.roles": "broker", "controller.quorum.bootstrap.servers": controller},
+        overrides={"controller.quorum.bootstrap.servers": controller, **overrides, "process.roles": "broker"},
         kafka_version=kafka_version,
         timeout=timeout,
+        advertise=advertise,
+        env=_planted_env(planted),
     )
 
 
@@ -106,24 +119,40 @@ def start_cluster(
     ports: dict[int, int] | None = None,
     timeout: float = 60.0,
     node_overrides: dict[int, dict[str, str]] | None = None,
+    advertise: dict[int, str] | None = None,
+    planted: tuple[str, ...] = (),
 ) -> ReferenceCluster:
     """Start the controller, then the brokers one after another (each waits until it is registered,
     caught up and unfenced). ``ports`` pins node ids to ports (0 or absent: any free port);
-    ``node_overrides`` gives one broker properties of its own, e.g. ``{2: {"broker.rack": "r2"}}``."""
+    ``node_overrides`` gives one broker properties of its own, e.g. ``{2: {"broker.rack": "r2"}}``, even
+    ``controller.quorum.bootstrap.servers``; ``advertise`` the address a broker registers and tells
+    clients; ``planted`` test-only bugs for every node (``planted``)."""
     if brokers < 1:
         raise ValueError(f"a cluster needs at least one broker, not {brokers}")
     overrides = dict(overrides or {})
     ports = ports or {}
+    advertise = dict(advertise or {})
     controller = _start_controller(
-        data_dir, host, ports.get(CONTROLLER_ID, 0), overrides, kafka_version, timeout
+        data_dir, host, ports.get(CONTROLLER_ID, 0), overrides, kafka_version, timeout, tuple(planted)
     )
     node_overrides = {n: dict(props) for n, props in (node_overrides or {}).items()}
-    cluster = ReferenceCluster(Path(data_dir), controller, {}, overrides, kafka_version, host, node_overrides)
+    cluster = ReferenceCluster(
+        Path(data_dir),
+        controller,
+        {},
+        overrides,
+        kafka_version,
+        host,
+        node_overrides,
+        advertise,
+        tuple(planted),
+    )
     try:
         for node_id in range(1, brokers + 1):
             cluster.brokers[node_id] = _start_broker(
                 data_dir, node_id, host, ports.get(node_id, 0), controller.bootstrap,
                 {**overrides, **node_overrides.get(node_id, {})}, kafka_version, timeout,
+                advertise.get(node_id), tuple(planted),
             )  # fmt: skip
     except Exception:
         cluster.stop()

@@ -34,7 +34,7 @@ from .cluster_metadata import (
     MetadataLog,
     TopicInfo,
 )
-from .config import BrokerConfig
+from .config import BrokerConfig, peer_addresses
 from .controller.node import ControllerNode
 from .dispatch import Dispatcher
 from .fetch_sessions import FetchSessionCache
@@ -460,6 +460,16 @@ class BrokerNode(NodeSettings):
         ``getAliveEndpoint`` looks it up)."""
         broker = self.image.brokers.get(broker_id)
         endpoint = None if broker is None else broker.endpoint(LISTENER)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    def peer_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where this broker dials a peer: ``kconform.interbroker.addresses`` when it names the peer
+        (a proxy per link in a chaos run), else the peer's registered endpoint."""
+        given = peer_addresses(self.config["kconform.interbroker.addresses"]).get(broker_id)
+        if given is not None:
+            return given
+        broker = self.image.brokers.get(broker_id)
+        endpoint = None if broker is None else broker.endpoint(LISTENER) or broker.endpoint()
         return None if endpoint is None else (endpoint.host, endpoint.port)
 
     def random_alive_broker_id(self) -> int:

@@ -24,6 +24,7 @@ from ..checkers import History, check_history
 from ..checkers.history import Op, Poll, Send
 from ..checkers.report import Verdict
 from ..workloads import final_read, group_consume, produce, transactions
+from .cluster_observer import ClusterObserver, count_truncations
 from .scenarios import Scenario
 from .topology import ProxiedCluster
 
@@ -141,17 +142,26 @@ async def run_scenario(
     """Run ``scenario`` for ``duration`` seconds; ``tick`` is called about every half second with the
     fraction done (for a progress display)."""
     topic = f"chaos-{scenario.name}-{seed}"
-    await asyncio.to_thread(cluster.create_topic, topic, PARTITIONS)
+    driver = getattr(cluster, "cluster_driver", None)  # a replicated cluster: roles, every link
+    if driver is not None:
+        await asyncio.to_thread(
+            cluster.create_topic, topic, PARTITIONS, scenario.replication_factor, scenario.topic_configs
+        )
+    else:
+        await asyncio.to_thread(cluster.create_topic, topic, PARTITIONS)
     settings = {**cluster.client_settings, **scenario.settings}
     bootstrap = cluster.bootstrap
     history = History()
     stats: collections.Counter = collections.Counter()
+    schedule = scenario.schedule(duration, seed)
     nemesis = Nemesis(
-        _resolve_links(scenario.schedule(duration), cluster),
+        schedule if driver is not None else _resolve_links(schedule, cluster),
         network=cluster.network,
         processes=cluster.processes,
         mock=cluster.mock,
+        cluster=driver,
     )
+    observer = ClusterObserver(driver.topic_state) if driver is not None else None
     started_ns = time.time_ns()
 
     async def workload() -> None:
@@ -215,7 +225,8 @@ async def run_scenario(
     error = ""
     ticker = asyncio.ensure_future(progress())
     try:
-        await asyncio.gather(nemesis.run(duration), workload())
+        watching = [observer.run(duration)] if observer is not None else []
+        await asyncio.gather(nemesis.run(duration), workload(), *watching)
         await final_read(
             history,
             bootstrap,
@@ -229,6 +240,9 @@ async def run_scenario(
         ticker.cancel()
     verdicts = check_history(history, scenario.allowed_anomalies())
     stats.update(slowdown(history, nemesis.log, started_ns))
+    if observer is not None:  # what the cluster showed: ISR shrinks, leader changes, truncations
+        stats.update(observer.counts)
+        stats["truncations"] = count_truncations(cluster.broker_output())
     completed = collections.Counter(
         op.type for op in history.ops if op.type != "invoke" and op.note not in _BOOKKEEPING
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 from kconform.faults.toxiproxy import open_toxiproxy
 from kconform.traces import TraceWriter
 
+from .cluster_topology import ProxiedReferenceCluster
 from .runner import ScenarioResult, run_scenario
 from .scenarios import Scenario
 from .topology import ProxiedCluster
@@ -29,13 +30,18 @@ CHAOS_FILE = "chaos.json"
 
 
 def parse_target(spec: str) -> tuple[str, int]:
-    """``reference[@kafka=V]`` or ``rdkafka-mock[:BROKERS]`` (three brokers by default)."""
+    """``reference[@kafka=V]``, ``reference:N[@kafka=V]`` (a replicated cluster of N >= 2 brokers: kind
+    ``cluster``) or ``rdkafka-mock[:BROKERS]`` (three brokers by default)."""
     kafka_version_of(spec)  # checks the options
     kind, _, brokers = spec.partition("@")[0].partition(":")
     if kind not in ("reference", "rdkafka-mock"):
-        raise ValueError(f"chaos runs on reference or rdkafka-mock[:BROKERS], not {spec!r}")
+        raise ValueError(f"chaos runs on reference[:N] or rdkafka-mock[:BROKERS], not {spec!r}")
     if brokers and not brokers.isdigit():
         raise ValueError(f"{spec!r}: the broker count must be a number")
+    if kind == "reference" and brokers and int(brokers) != 1:
+        if int(brokers) < 2:
+            raise ValueError(f"{spec!r}: a reference cluster has at least 2 brokers")
+        return "cluster", int(brokers)
     return kind, int(brokers) if brokers else (3 if kind == "rdkafka-mock" else 1)
 
 
@@ -93,9 +99,7 @@ def run_chaos(
             if on_start is not None:
                 on_start(scenario)
             prefix = f"kconform-{run_id[-6:]}-{number}"
-            with ProxiedCluster(
-                kind, toxiproxy.client, brokers=brokers, prefix=prefix, kafka_version=kafka_version_of(target)
-            ) as cluster:
+            with _proxied(kind, toxiproxy.client, brokers, prefix, target, scenario) as cluster:
                 result = asyncio.run(
                     run_scenario(
                         scenario,
@@ -111,3 +115,19 @@ def run_chaos(
             if on_result is not None:
                 on_result(result)
     return results
+
+
+def _proxied(kind: str, client, brokers: int, prefix: str, target: str, scenario: Scenario):
+    """A fresh proxied target for one scenario: a replicated cluster with the scenario's broker
+    settings, or one broker or the mock."""
+    if kind == "cluster":
+        return ProxiedReferenceCluster(
+            client,
+            brokers=brokers,
+            prefix=prefix,
+            overrides=scenario.broker,
+            kafka_version=kafka_version_of(target),
+        )
+    return ProxiedCluster(
+        kind, client, brokers=brokers, prefix=prefix, kafka_version=kafka_version_of(target)
+    )

@@ -11,7 +11,19 @@ import click
 
 
 @click.command()
-@click.option("--target", default="reference", show_default=True, help="reference or rdkafka-mock[:BROKERS]")
+@click.option(
+    "--target",
+    default="reference",
+    show_default=True,
+    help="reference, reference:N (a replicated cluster) or rdkafka-mock[:BROKERS]",
+)
+@click.option(
+    "--catalogue",
+    "catalogue_name",
+    type=click.Choice(["default", "replication"]),
+    default=None,
+    help="the scenario catalogue (default: replication on a reference:N cluster, else default)",
+)
 @click.option(
     "--scenario", "names", multiple=True, help="a scenario name (repeatable); default: all for the target"
 )
@@ -30,7 +42,7 @@ import click
     help="run directory (default: ./kconform-runs/chaos-<time>)",
 )
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
-def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
+def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, list_only) -> None:
     """Run chaos scenarios and judge every history with the checkers."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -42,7 +54,11 @@ def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
     from ..chaos.scenarios import load_catalogue
 
     console = Console(stderr=True)
-    catalogue = load_catalogue()
+    try:
+        kind, _ = parse_target(target)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from None
+    catalogue = load_catalogue(name=catalogue_name or ("replication" if kind == "cluster" else "default"))
     if list_only:
         table = Table(title="kconform chaos scenarios")
         for column in ("scenario", "workload", "targets", "promise"):
@@ -52,7 +68,6 @@ def chaos(target, names, duration, seed, toxiproxy_url, out, list_only) -> None:
         Console().print(table)
         return
     try:
-        kind, _ = parse_target(target)
         seconds = parse_duration(duration)
     except (ValueError, ScheduleError) as exc:
         raise click.BadParameter(str(exc)) from None

@@ -40,9 +40,11 @@ from ._describe import (
 from ._dynamic import LISTENER_ONLY_CONFIGS, persisted_layer, with_persisted_dynamic
 from ._errors import AdminError, ConfigError
 from ._properties import load_properties, parse_properties
+from ._validators import peer_addresses
 from ._values import ConfigType, java_int, parse_value, to_kafka_string
 
 __all__ = [
+    "peer_addresses",
     "AdminError",
     "AlterOp",
     "BROKER_CONFIGS",

@@ -23,6 +23,7 @@ from types import MappingProxyType
 from ._validators import (
     CaseInsensitiveValidString,
     GzipLevel,
+    PeerAddressList,
     ThrottledReplicaList,
     Validator,
     ValidList,
@@ -143,6 +144,10 @@ THREADS_NOTE = (
 )
 TIERED_NOTE = "accepted and reported; the reference broker has no tiered storage"
 NO_OP_NOTE = "accepted and reported; a no-op in Kafka 4.0 as well"
+PEER_NOTE = (
+    "kconform's own test hook, not a Kafka property: where this broker dials each peer broker "
+    "(replication, markers, AddPartitionsToTxn), e.g. a proxy per link in a chaos run"
+)
 SELECTOR_NOTE = (
     "Kafka loads any ReplicaSelector on its class path; the reference broker has only "
     "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -265,6 +270,7 @@ BROKER_CONFIGS = _index(
         _b("broker.heartbeat.interval.ms", N, 2000, None, MEDIUM),
         _b("unclean.leader.election.interval.ms", L, 300_000, at_least(1), MEDIUM),
         _b("broker.rack", S, None, None, MEDIUM),
+        _b("kconform.interbroker.addresses", LI, [], PeerAddressList(), LOW, note=PEER_NOTE, internal=True),
         # Listeners and sockets (SocketServerConfigs, ReplicationConfigs).
         _b("listeners", S, "PLAINTEXT://:9092", None, HIGH, PB),
         _b("advertised.listeners", S, None, None, HIGH, PB),

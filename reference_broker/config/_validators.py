@@ -21,6 +21,8 @@ __all__ = [
     "CaseInsensitiveValidString",
     "GzipLevel",
     "ThrottledReplicaList",
+    "PeerAddressList",
+    "peer_addresses",
 ]
 
 
@@ -136,3 +138,28 @@ class ThrottledReplicaList(Validator):
 
     def __str__(self) -> str:
         return "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+
+
+@dataclass(frozen=True)
+class PeerAddressList(Validator):
+    """kconform's ``ID=HOST:PORT`` entries (no Kafka counterpart): where this broker dials a peer."""
+
+    def check(self, name: str, value: object) -> None:
+        for entry in value or []:
+            node, sep, address = str(entry).partition("=")
+            host, colon, port = address.rpartition(":")
+            if not (sep and node.strip().isdigit() and colon and host and port.isdigit()):
+                raise _fail(name, value, f"{entry!r} is not ID=HOST:PORT")
+
+    def __str__(self) -> str:
+        return "a list of ID=HOST:PORT"
+
+
+def peer_addresses(entries) -> dict[int, tuple[str, int]]:
+    """``PeerAddressList``'s entries, checked already, as broker id -> (host, port)."""
+    out = {}
+    for entry in entries or []:
+        node, _, address = str(entry).partition("=")
+        host, _, port = address.rpartition(":")
+        out[int(node)] = (host, int(port))
+    return out

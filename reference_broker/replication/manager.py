@@ -103,6 +103,9 @@ class ReplicaManager:
         self._wake_sender.set()
 
     def address_of(self, broker_id: int) -> tuple[str, int] | None:
+        peer_address = getattr(self._host, "peer_address", None)
+        if peer_address is not None:  # the node's own rule (it may route peers through proxies)
+            return peer_address(broker_id)
         broker = self._host.image.brokers.get(broker_id)
         endpoint = None if broker is None else broker.endpoint(self._listener) or broker.endpoint()
         return None if endpoint is None else (endpoint.host, endpoint.port)

@@ -76,7 +76,7 @@ class TransactionCoordinator:
         self.owned: dict[int, int] = {}  # __transaction_state partition -> the leader epoch it loaded at
         self._task: asyncio.Task | None = None
         self._deliveries: dict[str, tuple[int, asyncio.Task]] = {}  # id -> its partition, the sender
-        self.peers = BrokerChannels(host.endpoint_of, client_id=f"kconform-txn-{host.node_id}")
+        self.peers = BrokerChannels(host.peer_address, client_id=f"kconform-txn-{host.node_id}")
         self.runtime = CoordinatorRuntime(
             "transaction coordinator",
             lambda event: decide(self.txns, event, self._context()),

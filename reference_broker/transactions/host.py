@@ -69,5 +69,5 @@ class TxnCoordinatorHost(MarkerHost, Protocol):
     def image(self) -> ClusterImage:
         """The cluster metadata: each marker's partition leader."""
 
-    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
-        """Where to send WriteTxnMarkers to a partition leader."""
+    def peer_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where to send WriteTxnMarkers and AddPartitionsToTxn to another broker."""

@@ -20,6 +20,7 @@ from kconform.reference_broker.config import (
 from kconform.reference_broker.config._validators import (
     CaseInsensitiveValidString,
     GzipLevel,
+    PeerAddressList,
     Range,
     ThrottledReplicaList,
     ValidList,
@@ -236,6 +237,8 @@ def _bad_values(definition) -> list[str]:
         bad += ["10", "0", "-2"]
     elif isinstance(validator, ThrottledReplicaList):
         bad.append("0:1,x")
+    elif isinstance(validator, PeerAddressList):
+        bad.append("2=no-port")
     return bad
 
 
@@ -248,7 +251,10 @@ def test_every_validator_rejects_with_a_message_naming_the_key(definition, bad):
     with pytest.raises(ConfigError) as caught:
         definition.parse(bad)
     message = str(caught.value)
-    shown = f"[{bad.replace(',', ', ')}]" if definition.name.endswith("throttled.replicas") else bad
+    listed = definition.name.endswith("throttled.replicas") or isinstance(
+        definition.validator, PeerAddressList
+    )
+    shown = f"[{bad.replace(',', ', ')}]" if listed else bad
     assert message.startswith(f"Invalid value {shown} for configuration {definition.name}: ")
     assert caught.value.name == definition.name
 

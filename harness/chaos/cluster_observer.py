@@ -1,0 +1,80 @@
+"""What a replicated cluster showed while the faults were on, so a run can say its faults were felt:
+every partition's leader, leader epoch and ISR sampled from the brokers' Metadata (``changes``, pure,
+turns two samples into counted events), and the truncations the brokers logged.
+
+Counters: ``isr-shrinks`` (a partition's ISR lost a member between samples), ``leader-changes`` (its
+leader epoch moved), ``leaderless`` (a sample found no leader), ``truncations`` (log lines of followers
+cutting their log back)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["ClusterObserver", "StateChange", "changes", "count_truncations"]
+
+TRUNCATION_MARK = "truncated"  # what the reference broker's follower log line says
+
+
+@dataclass(frozen=True)
+class StateChange:
+    at: float  # seconds since the observation began
+    partition: int
+    leader: int
+    epoch: int
+    isr: tuple[int, ...]
+    events: tuple[str, ...]  # isr-shrinks, isr-expands, leader-changes, leaderless
+
+
+def changes(before, after) -> tuple[str, ...]:
+    """The events between two samples of one partition ((leader, epoch, replicas, isr) each)."""
+    events = []
+    if after[1] > before[1]:
+        events.append("leader-changes")
+    if set(before[3]) - set(after[3]):
+        events.append("isr-shrinks")
+    if set(after[3]) - set(before[3]):
+        events.append("isr-expands")
+    if after[0] < 0 <= before[0]:
+        events.append("leaderless")
+    return tuple(events)
+
+
+def count_truncations(lines: Iterable[str]) -> int:
+    return sum(1 for line in lines if TRUNCATION_MARK in line.lower())
+
+
+@dataclass
+class ClusterObserver:
+    """``await observer.run(seconds)`` samples ``read_state`` (partition -> state, blocking) every
+    ``interval`` seconds in a worker thread."""
+
+    read_state: Callable[[], dict]
+    interval: float = 0.3
+    clock: Callable[[], float] = time.monotonic
+    counts: collections.Counter = field(default_factory=collections.Counter)
+    timeline: list[StateChange] = field(default_factory=list)
+
+    async def run(self, seconds: float) -> None:
+        begun = self.clock()
+        last: dict = {}
+        while self.clock() - begun < seconds:
+            try:
+                sample = await asyncio.to_thread(self.read_state)
+            except Exception:  # noqa: BLE001 - no broker answered this time: try again
+                sample = {}
+            at = round(self.clock() - begun, 3)
+            for partition, state in sorted(sample.items()):
+                previous = last.get(partition)
+                events = () if previous is None else changes(previous, state)
+                if previous is None or events or tuple(previous) != tuple(state):
+                    self.timeline.append(
+                        StateChange(at, partition, state[0], state[1], tuple(state[3]), events)
+                    )
+                self.counts.update(events)
+                last[partition] = state
+            self.counts["samples"] += 1
+            await asyncio.sleep(self.interval)

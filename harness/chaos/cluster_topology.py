@@ -1,0 +1,382 @@
+"""A replicated reference cluster (``reference:N``) with a Toxiproxy proxy on every link
+(``faults.cluster_links``): each broker advertises its client proxy, dials every other broker through
+a proxy of that directed link (``kconform.interbroker.addresses``) and the controller through its own
+(``controller.quorum.bootstrap.servers``), so a fault can cut exactly one kind of traffic of one node.
+
+It is also the nemesis's ``ClusterDriver``: a step naming a role (``leader``, ``follower``,
+``controller``) is resolved against the partition state when the step starts, read with Metadata from
+the brokers' own addresses (behind no proxy, so a cut link never hides the state), trusting the
+highest leader epoch any broker reports."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kconform.codecs.messages import (
+    AlterPartitionReassignmentsRequest,
+    CreateTopicsRequest,
+    ElectLeadersRequest,
+    MetadataRequest,
+)
+from kconform.faults.cluster_links import ClusterLinks, LinkSelectorError
+from kconform.faults.nemesis import ToxiproxyDriver
+from kconform.faults.schedule import Step
+
+from ..client.raw import RawClient
+from .topology import free_port
+
+__all__ = ["CHAOS_CLUSTER_SETTINGS", "PartitionState", "ProxiedReferenceCluster"]
+
+# Short sessions and lag, so a failover fits in a short run (Kafka's defaults: 9 s, 30 s, 500 ms).
+CHAOS_CLUSTER_SETTINGS = {
+    "broker.session.timeout.ms": "2000",
+    "broker.heartbeat.interval.ms": "300",
+    "replica.lag.time.max.ms": "2000",
+    "replica.fetch.wait.max.ms": "100",
+    "unclean.leader.election.interval.ms": "500",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+}
+
+METADATA, CREATE_TOPICS, ELECT_LEADERS, REASSIGN = 3, 19, 43, 45
+PREFERRED = 0
+_ASK_TIMEOUT_S = 2.0
+
+
+class PartitionState(tuple):
+    """(leader, leader epoch, replicas, isr) of one partition, as the brokers report it."""
+
+    __slots__ = ()
+
+    def __new__(cls, leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]):
+        return super().__new__(cls, (leader, epoch, tuple(replicas), tuple(isr)))
+
+    leader = property(lambda self: self[0])
+    epoch = property(lambda self: self[1])
+    replicas = property(lambda self: self[2])
+    isr = property(lambda self: self[3])
+
+
+class _Links(ToxiproxyDriver):
+    def __init__(self, client, names: list[str]) -> None:
+        super().__init__(client)
+        self._names = names
+
+    def links(self) -> list[str]:
+        return list(self._names)
+
+
+class _Processes:
+    """Process faults on node ids ("0" is the controller)."""
+
+    def __init__(self, owner: ProxiedReferenceCluster) -> None:
+        self._owner = owner
+
+    def nodes(self) -> list[str]:
+        return [str(b) for b in self._owner.broker_ids]
+
+    def kill(self, node: str) -> None:
+        self._owner.cluster.kill(int(node))
+
+    def stop(self, node: str) -> None:
+        self._owner.cluster.stop_node(int(node))
+
+    def restart(self, node: str) -> None:
+        self._owner.cluster.restart(int(node))
+
+    def freeze(self, node: str) -> None:
+        self._owner.cluster.node(int(node)).freeze()
+
+    def thaw(self, node: str) -> None:
+        self._owner.cluster.node(int(node)).thaw()
+
+
+class ProxiedReferenceCluster:
+    def __init__(
+        self,
+        toxiproxy: Any,
+        *,
+        brokers: int = 3,
+        planted: tuple[str, ...] = (),
+        overrides: dict[str, str] | None = None,
+        prefix: str = "kconform",
+        host: str = "127.0.0.1",
+        kafka_version: str | None = None,
+        data_dir: str | Path | None = None,
+    ) -> None:
+        if brokers < 2:
+            raise ValueError("a replicated cluster needs at least 2 brokers")
+        self.toxiproxy = toxiproxy
+        self.brokers = brokers
+        self.kind = f"reference:{brokers}"
+        self.broker_ids = tuple(range(1, brokers + 1))
+        self.shape = ClusterLinks(self.broker_ids)
+        self.planted = planted
+        self.overrides = {**CHAOS_CLUSTER_SETTINGS, **(overrides or {})}
+        self.prefix = prefix
+        self.host = host
+        self.kafka_version = kafka_version
+        self._given_dir = Path(data_dir) if data_dir is not None else None
+        self._owned_dir: Path | None = None
+        self.ports: dict[int, int] = {}
+        self.proxies: dict[str, Any] = {}  # link name (unprefixed) -> toxiproxy-python Proxy
+        self.cluster = None
+        self.topic: str | None = None  # the partition roles resolve against: the workload's topic
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> ProxiedReferenceCluster:
+        from kconform.reference_broker.cluster_processes import CONTROLLER_ID, start_cluster
+
+        try:
+            self.ports = {node: free_port(self.host) for node in (CONTROLLER_ID, *self.broker_ids)}
+            for link in self.shape.all():
+                self._proxy(link, self._upstream(link))
+            directory = self._given_dir
+            if directory is None:
+                self._owned_dir = directory = Path(tempfile.mkdtemp(prefix="kconform-chaos-cluster-"))
+            self.cluster = start_cluster(
+                directory,
+                self.brokers,
+                overrides=self.overrides,
+                kafka_version=self.kafka_version,
+                host=self.host,
+                ports=self.ports,
+                node_overrides={b: self._dialing(b) for b in self.broker_ids},
+                advertise={b: self.address(f"client-{b}") for b in self.broker_ids},
+                planted=self.planted,
+            )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _upstream(self, link: str) -> str:
+        kind, *nodes = link.split("-")
+        target = 0 if kind == "ctrl" else int(nodes[-1])
+        return f"{self.host}:{self.ports[target]}"
+
+    def _dialing(self, broker: int) -> dict[str, str]:
+        peers = ",".join(f"{o}={self.address(f'repl-{broker}-{o}')}" for o in self.broker_ids if o != broker)
+        return {
+            "kconform.interbroker.addresses": peers,
+            "controller.quorum.bootstrap.servers": self.address(f"ctrl-{broker}"),
+        }
+
+    def _proxy(self, link: str, upstream: str) -> None:
+        name = f"{self.prefix}-{link}"
+        stale = self.toxiproxy.get_proxy(name)
+        if stale is not None:  # left by a run that did not finish
+            stale.destroy()
+        self.proxies[link] = self.toxiproxy.create(upstream=upstream, name=name, listen=f"{self.host}:0")
+
+    def address(self, link: str) -> str:
+        host, _, port = self.proxies[link].listen.rpartition(":")
+        return f"{host or self.host}:{port}"
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            for node in self.cluster.nodes():
+                if node.alive():
+                    node.thaw()  # a frozen process cannot handle SIGTERM
+            for proxy in self.proxies.values():  # links back, so controlled shutdowns can finish
+                try:
+                    proxy.enable()
+                except Exception:  # noqa: BLE001 - the server may be gone already
+                    pass
+            self.cluster.stop()
+            self.cluster = None
+        for proxy in self.proxies.values():
+            try:
+                proxy.destroy()
+            except Exception:  # noqa: BLE001 - the server may be gone already; nothing is left to undo
+                pass
+        self.proxies.clear()
+        if self._owned_dir is not None:
+            shutil.rmtree(self._owned_dir, ignore_errors=True)
+            self._owned_dir = None
+
+    def __enter__(self) -> ProxiedReferenceCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    # ---- what a run uses ------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.address(f"client-{b}") for b in self.broker_ids)
+
+    @property
+    def client_settings(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def network(self) -> ToxiproxyDriver:
+        return _Links(self.toxiproxy, [f"{self.prefix}-{link}" for link in sorted(self.proxies)])
+
+    @property
+    def processes(self) -> _Processes:
+        return _Processes(self)
+
+    @property
+    def mock(self):
+        return None
+
+    @property
+    def cluster_driver(self) -> ProxiedReferenceCluster:
+        return self
+
+    def broker_output(self) -> list[str]:
+        """Every line the nodes have logged so far (restarted nodes: since their restart)."""
+        return [] if self.cluster is None else [line for node in self.cluster.nodes() for line in node.output]
+
+    def link_name(self, node_id: int) -> str:
+        return f"{self.prefix}-client-{node_id}"
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int | None = None,
+        configs: dict[str, str] | None = None,
+    ) -> None:
+        factor = min(replication_factor or 3, self.brokers)
+        T = CreateTopicsRequest.CreatableTopic
+        topic = T(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=factor,
+            configs=[
+                CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+            ],
+        )
+        response = self._ask(CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], timeout_ms=30000))
+        code = response.topics[0].error_code
+        if code not in (0, 36):  # TOPIC_ALREADY_EXISTS: a rerun
+            raise RuntimeError(f"creating {name}: error {code} {response.topics[0].error_message or ''}")
+        self.topic = name
+
+    # ---- the nemesis's ClusterDriver -------------------------------------------------------------
+
+    def resolve(self, step: Step) -> list[str]:
+        if step.fault == "isolate":
+            links = self.shape.isolate(self.node_of(str(step.params["node"])), str(step.params["from"]))
+        elif step.fault == "split":
+            links = self.shape.split(self._minority(int(step.params["minority"])))
+        elif step.kind in ("toxic", "link"):
+            links = sorted({link for s in step.links for link in self.shape.expand(s, self.node_of)})
+        elif step.kind == "process":
+            if step.links == ("*",):
+                return [str(b) for b in self.broker_ids]
+            return [str(self.node_of(s)) for s in step.links]
+        else:
+            return []
+        return [f"{self.prefix}-{link}" for link in links]
+
+    def node_of(self, role: str) -> int:
+        """``leader[:P]``, ``follower[:P]`` (an in-sync follower), ``controller``, ``broker-N`` or N."""
+        name, _, partition = role.partition(":")
+        if name == "controller":
+            return 0
+        if name.startswith("broker-"):
+            name = name[7:]
+        if name.isdigit():
+            return int(name)
+        if name not in ("leader", "follower"):
+            raise LinkSelectorError(f"{role!r}: not a node (leader, follower, controller or an id)")
+        state = self.partition_state(int(partition or 0))
+        if name == "leader":
+            if state.leader < 0:
+                raise LinkSelectorError(f"{self.topic}-{partition or 0} has no leader now")
+            return state.leader
+        followers = [b for b in state.isr if b != state.leader] or [
+            b for b in state.replicas if b != state.leader
+        ]
+        if not followers:
+            raise LinkSelectorError(f"{self.topic}-{partition or 0} has no follower")
+        return min(followers)
+
+    def _minority(self, size: int) -> list[int]:
+        """The leader of partition 0 and the lowest other ids: the leader must lose its majority."""
+        leader = self.node_of("leader")
+        return [leader, *[b for b in self.broker_ids if b != leader]][:size]
+
+    def admin(self, step: Step) -> None:
+        if step.fault == "elect":
+            request = ElectLeadersRequest(election_type=PREFERRED, topic_partitions=None, timeout_ms=30000)
+            self._ask(ELECT_LEADERS, 2, request)
+            return
+        partition = int(step.params["partition"])
+        replicas = list(self.partition_state(partition).replicas)
+        rotated = replicas[1:] + replicas[:1]  # the next broker becomes the preferred leader
+        R = AlterPartitionReassignmentsRequest
+        request = R(
+            timeout_ms=30000,
+            topics=[
+                R.ReassignableTopic(name=self.topic, partitions=[R.ReassignablePartition(partition, rotated)])
+            ],
+        )
+        self._ask(REASSIGN, 0, request)
+        election = ElectLeadersRequest(
+            election_type=PREFERRED,
+            topic_partitions=[ElectLeadersRequest.TopicPartitions(topic=self.topic, partitions=[partition])],
+            timeout_ms=30000,
+        )
+        self._ask(ELECT_LEADERS, 2, election)
+
+    def partition_state(self, partition: int) -> PartitionState:
+        state = self.topic_state().get(partition)
+        if state is None:
+            raise LinkSelectorError(f"no broker answered for {self.topic}-{partition}")
+        return state
+
+    def topic_state(self) -> dict[int, PartitionState]:
+        """Each partition's freshest state any broker reports (the highest leader epoch); the brokers
+        are asked at once, so a frozen one costs one timeout, not one per partition."""
+        if self.topic is None:
+            raise LinkSelectorError("no topic yet: roles name partitions of the workload's topic")
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)])
+
+        async def one(broker: int):
+            try:
+                return await self._call(broker, METADATA, 12, request)
+            except Exception:  # noqa: BLE001 - a dead or frozen broker has no say
+                return None
+
+        async def every():
+            return await asyncio.gather(*(one(b) for b in self.broker_ids))
+
+        best: dict[int, PartitionState] = {}
+        for response in asyncio.run(every()):
+            for topic in [] if response is None else response.topics:
+                for p in topic.partitions:
+                    if p.error_code not in (0, 9):  # 9: REPLICA_NOT_AVAILABLE still names the leader
+                        continue
+                    state = PartitionState(p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes)
+                    known = best.get(p.partition_index)
+                    if known is None or state.epoch > known.epoch:
+                        best[p.partition_index] = state
+        return best
+
+    def _ask(self, api_key: int, version: int, body) -> Any:
+        last: Exception | None = None
+        for broker in self.broker_ids:
+            try:
+                return self._ask_one(broker, api_key, version, body)
+            except Exception as exc:  # noqa: BLE001 - try the next broker
+                last = exc
+        raise RuntimeError(f"no broker answered API {api_key}: {last}")
+
+    def _ask_one(self, broker: int, api_key: int, version: int, body) -> Any:
+        return asyncio.run(self._call(broker, api_key, version, body))
+
+    async def _call(self, broker: int, api_key: int, version: int, body) -> Any:
+        timeout = _ASK_TIMEOUT_S if api_key == METADATA else 35.0
+        async with await RawClient.connect(self.host, self.ports[broker], timeout=_ASK_TIMEOUT_S) as client:
+            return await client.call(api_key, version, body, timeout=timeout)
