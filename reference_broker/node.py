@@ -92,6 +92,7 @@ class BrokerNode(NodeSettings):
         self.kafka_release = kafka_release or newest_covered_release()
         self.clock = clock or SystemClock()
         self.node_id = int(config["node.id"])
+        self._peer_addresses = peer_addresses(config["kconform.interbroker.addresses"])  # read-only
         self.data_dir = Path(config.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.purgatory = Purgatory()
@@ -465,7 +466,7 @@ class BrokerNode(NodeSettings):
     def peer_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where this broker dials a peer: ``kconform.interbroker.addresses`` when it names the peer
         (a proxy per link in a chaos run), else the peer's registered endpoint."""
-        given = peer_addresses(self.config["kconform.interbroker.addresses"]).get(broker_id)
+        given = self._peer_addresses.get(broker_id)
         if given is not None:
             return given
         broker = self.image.brokers.get(broker_id)

@@ -6,7 +6,10 @@ comma-separated) in the broker's environment; a broker started with an unknown n
 Each bug wraps the one broker function it breaks, once, when the broker starts (``install``): a broker
 started without them runs its own functions, with no switch checked on any request. The chaos suite
 (``suites/chaos/test_planted_bugs.py``) runs each against the workload that shows it and names the
-anomalies the checkers must report."""
+anomalies the checkers must report; the replication bugs show themselves in
+``suites/reference_broker/cluster/test_planted_replication_bugs.py``, each beside the same scenario
+without it. A cluster plants them on every node or on chosen ones (``cluster_processes.start_cluster``,
+``planted``)."""
 
 from __future__ import annotations
 
@@ -229,6 +232,86 @@ def _offset_commit_keeps_first() -> None:
     _wrap(GroupCoordinator, "commit_offsets", make)
 
 
+# ---- replication ----------------------------------------------------------------------------------
+
+
+def _hw_before_isr() -> None:
+    from .partition import Partition
+
+    def make(advance_high_watermark):
+        def to_log_end(self):
+            if self.leadership.is_leader:  # whatever the ISR has fetched (maybeIncrementLeaderHW skipped)
+                self.log.update_high_watermark(self.log.log_end_offset)
+            advance_high_watermark(self)
+
+        return to_log_end
+
+    _wrap(Partition, "_advance_high_watermark", make)
+
+
+def _isr_never_shrinks() -> None:
+    from .partition import Partition
+
+    def make(maybe_shrink_isr):
+        def keep_every_follower(self):
+            return None  # no AlterPartition: a lagging follower stays in, and the high watermark waits
+
+        return keep_every_follower
+
+    _wrap(Partition, "maybe_shrink_isr", make)
+
+
+def _follower_skips_truncation() -> None:
+    import dataclasses
+
+    from .replication import fetcher
+    from .replication.follower_log import UNDEFINED_EPOCH
+
+    def make(position):
+        def no_epoch_to_compare(partition):
+            # without a last fetched epoch the leader cannot answer a diverging epoch
+            # (Partition.readRecords), so nothing is truncated and the fetch goes on from the log end
+            return dataclasses.replace(position(partition), last_fetched_epoch=UNDEFINED_EPOCH)
+
+        return no_epoch_to_compare
+
+    _wrap(fetcher, "position", make)  # the name the ReplicaFetcher calls, not follower_log's own
+
+
+def _unclean_election_without_flag() -> None:
+    from .cluster_metadata import NO_LEADER
+    from .controller import partition_change
+    from .controller.partition_change import Election
+
+    def make(elect):
+        def any_live_replica(change, replicas, isr):
+            leader, unclean = elect(change, replicas, isr)
+            if leader == NO_LEADER and change.election is not Election.PREFERRED:
+                for broker in replicas:  # electAnyLeader's unclean branch, flag or no flag
+                    if change.may_lead(broker):
+                        return broker, True
+            return leader, unclean
+
+        return any_live_replica
+
+    _wrap(partition_change, "_elect", make)
+
+
+def _stale_leader_accepts_writes() -> None:
+    from .partition import Partition
+
+    def make(apply_registration):
+        def keep_leading(self, info):
+            superseded = info.leader != self.leadership.broker_id and info.leader_epoch > self.leader_epoch
+            if self.is_leader and superseded:
+                return False  # makeFollower skipped: produce, fetch and ISR work go on as before
+            return apply_registration(self, info)
+
+        return keep_leading
+
+    _wrap(Partition, "apply_registration", make)
+
+
 PLANTED_BUGS: dict[str, PlantedBug] = {
     "list-offsets-latest-off-by-one": PlantedBug(
         "ListOffsets for the latest offset (-1) answers one past the end", _list_offsets_latest_off_by_one
@@ -277,6 +360,32 @@ PLANTED_BUGS: dict[str, PlantedBug] = {
         "an offset commit for a partition that has a committed offset is acknowledged but not applied, so "
         "the group's committed offset goes back to its first commit when a member takes the partition over",
         _offset_commit_keeps_first,
+    ),
+    "hw-before-isr": PlantedBug(
+        "a partition leader moves its high watermark to its own log end at every append, before its "
+        "followers have fetched it, so acks=all is acknowledged before the ISR has the write",
+        _hw_before_isr,
+    ),
+    "isr-never-shrinks": PlantedBug(
+        "a partition leader never removes a lagging follower from the ISR (only the controller's fencing "
+        "of a silent broker does), so acks=all waits on a follower that cannot fetch",
+        _isr_never_shrinks,
+    ),
+    "follower-skips-truncation": PlantedBug(
+        "a follower fetches without its last fetched epoch, so it never truncates where its log diverged "
+        "from a new leader's: it keeps its uncommitted suffix and copies the leader from its own log end "
+        "(cut back only to the leader's end when it is longer)",
+        _follower_skips_truncation,
+    ),
+    "unclean-election-without-flag": PlantedBug(
+        "the controller elects a leader from outside the ISR when no ISR member can lead, though "
+        "unclean.leader.election.enable is false",
+        _unclean_election_without_flag,
+    ),
+    "stale-leader-accepts-writes": PlantedBug(
+        "a leader ignores every registration naming another leader at a newer leader epoch and goes on "
+        "leading, so two brokers accept writes for the partition",
+        _stale_leader_accepts_writes,
     ),
 }
 

@@ -142,24 +142,32 @@ class ThrottledReplicaList(Validator):
 
 @dataclass(frozen=True)
 class PeerAddressList(Validator):
-    """kconform's ``ID=HOST:PORT`` entries (no Kafka counterpart): where this broker dials a peer."""
+    """kconform's ``ID=HOST:PORT`` entries (no Kafka counterpart): where this broker dials a peer. The
+    message names the first bad entry: not ``ID=HOST:PORT``, a port out of range, or an id given twice."""
 
     def check(self, name: str, value: object) -> None:
-        for entry in value or []:
-            node, sep, address = str(entry).partition("=")
-            host, colon, port = address.rpartition(":")
-            if not (sep and node.strip().isdigit() and colon and host and port.isdigit()):
-                raise _fail(name, value, f"{entry!r} is not ID=HOST:PORT")
+        try:
+            peer_addresses(value)
+        except ValueError as exc:
+            raise _fail(name, value, str(exc)) from None
 
     def __str__(self) -> str:
         return "a list of ID=HOST:PORT"
 
 
 def peer_addresses(entries) -> dict[int, tuple[str, int]]:
-    """``PeerAddressList``'s entries, checked already, as broker id -> (host, port)."""
-    out = {}
+    """``kconform.interbroker.addresses`` entries as broker id -> (host, port); ValueError naming the
+    first entry that is not ``ID=HOST:PORT`` (port 1-65535) or names an id already given."""
+    out: dict[int, tuple[str, int]] = {}
     for entry in entries or []:
-        node, _, address = str(entry).partition("=")
-        host, _, port = address.rpartition(":")
+        node, sep, address = str(entry).partition("=")
+        host, colon, port = address.strip().rpartition(":")
+        node = node.strip()
+        if not (sep and node.isdigit() and colon and host and port.isdigit()):
+            raise ValueError(f"entry {entry!r} is not ID=HOST:PORT")
+        if not 0 < int(port) <= 65535:
+            raise ValueError(f"entry {entry!r} has port {port}, not 1-65535")
+        if int(node) in out:
+            raise ValueError(f"entry {entry!r} names broker {int(node)} a second time")
         out[int(node)] = (host, int(port))
     return out

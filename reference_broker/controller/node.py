@@ -12,6 +12,7 @@ from ..clock import Clock, SystemClock
 from ..config import BrokerConfig
 from ..dispatch import Dispatcher, RequestContext
 from ..meta_properties import load_or_create
+from ..planted import install as install_planted_bugs
 from ..purgatory import Purgatory
 from ..server import BrokerServer
 from .controller import Controller
@@ -35,6 +36,7 @@ class ControllerNode:
         purgatory: Purgatory | None = None,
         cluster_id: str | None = None,
     ) -> None:
+        install_planted_bugs()  # test only: KCONFORM_PLANTED_BUGS (planted.py); nothing when unset
         self.config = config
         self.clock = clock or SystemClock()
         self.node_id = int(config["node.id"])

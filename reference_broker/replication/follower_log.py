@@ -6,6 +6,7 @@ its log diverged from the leader's."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from ..partition import Partition
 
 __all__ = ["FetchPosition", "append_fetched", "position", "truncate_to_divergence", "truncation_offset"]
+
+_log = logging.getLogger(__name__)
 
 UNDEFINED_EPOCH = -1
 _BATCH_OVERHEAD = 12  # base offset and batch length, outside batch_length
@@ -86,6 +89,16 @@ def truncation_offset(partition: Partition, leader_epoch: int, leader_end_offset
 
 def truncate_to_divergence(partition: Partition, leader_epoch: int, leader_end_offset: int) -> int:
     offset = truncation_offset(partition, leader_epoch, leader_end_offset)
+    end = partition.log.log_end_offset
+    if offset < end:  # an uncommitted suffix the new leader never had: worth an operator's eye
+        _log.warning(
+            "%s-%d: truncated %d records to offset %d (diverging at leader epoch %d)",
+            partition.topic_name,
+            partition.index,
+            end - offset,
+            offset,
+            leader_epoch,
+        )
     partition.log.truncate_to(offset)
     partition.replica_progressed()
     return offset

@@ -64,6 +64,10 @@ class ReplicaHost(Protocol):
 
     def drop_partition(self, name: str, index: int) -> None: ...
 
+    def peer_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where this broker dials another: ``kconform.interbroker.addresses``, else the registered
+        endpoint (None while unknown)."""
+
     def leadership_changed(self, name: str, index: int, partition: Partition | None) -> None:
         """The partition's role or leader epoch moved (None: no replica here any more)."""
 
@@ -103,12 +107,9 @@ class ReplicaManager:
         self._wake_sender.set()
 
     def address_of(self, broker_id: int) -> tuple[str, int] | None:
-        peer_address = getattr(self._host, "peer_address", None)
-        if peer_address is not None:  # the node's own rule (it may route peers through proxies)
-            return peer_address(broker_id)
-        broker = self._host.image.brokers.get(broker_id)
-        endpoint = None if broker is None else broker.endpoint(self._listener) or broker.endpoint()
-        return None if endpoint is None else (endpoint.host, endpoint.port)
+        """Where the fetchers dial a leader: the node's ``peer_address``, asked again at every connect,
+        so a fetcher follows the leader's address as it changes."""
+        return self._host.peer_address(broker_id)
 
     def preferred_read_replica(
         self, partition: Partition, *, client_rack: str, fetch_offset: int

@@ -181,6 +181,16 @@ NO_PLANTED_BUG = {
     "G1c": "a cycle through reads needs transactions that read what others wrote; the workloads' "
     "transactions only write",
 }
+# The replication anomalies need a leader change, so no bug in one broker shows them; the cluster's
+# planted bugs are pinned at the broker in suites/reference_broker/cluster/, the checks on hand-made
+# histories in test_promises.py and suites/harness/test_replication_checks.py.
+NO_PLANTED_BUG |= {
+    anomaly: "needs a leader change: a replicated cluster, not one broker"
+    for anomaly in ("lost-write-leader-change", "lost-write-unclean", "vanished-read", "split-brain")
+}
+NO_PLANTED_BUG["hw-backwards"] = (
+    "needs high watermarks in the history (Poll.high_watermarks), which no workload records yet"
+)
 COVERAGE = {anomaly: c.values[0].bug for c in CASES for anomaly in c.values[0].shows}
 
 
@@ -235,21 +245,30 @@ WRAPPED = {  # the one broker function each planted bug replaces
     "fetch-out-of-range-once": "Partition.read_for_fetch",
     "sync-group-copies-leaders-assignment": "GroupCoordinator.sync_group",
     "offset-commit-keeps-first": "GroupCoordinator.commit_offsets",
+    "hw-before-isr": "Partition._advance_high_watermark",
+    "isr-never-shrinks": "Partition.maybe_shrink_isr",
+    "follower-skips-truncation": "fetcher.position",
+    "unclean-election-without-flag": "partition_change._elect",
+    "stale-leader-accepts-writes": "Partition.apply_registration",
 }
 INSTALL = """
 import json
+from kconform.reference_broker.controller import partition_change
 from kconform.reference_broker.groups.coordinator import GroupCoordinator
 from kconform.reference_broker.node import BrokerNode  # its constructor is where the broker installs them
 from kconform.reference_broker.partition import Partition
 from kconform.reference_broker.planted import install
+from kconform.reference_broker.replication import fetcher
 from kconform.reference_broker.storage import PartitionLog
 from kconform.reference_broker.storage import _producer_state_manager as manager
 
 def functions():
     found = {f"{c.__name__}.{n}": getattr(c, n) for c in (Partition, PartitionLog, GroupCoordinator)
-             for n in ("read_for_fetch", "offset_for_timestamp", "append", "sync_group", "commit_offsets")
+             for n in ("read_for_fetch", "offset_for_timestamp", "append", "sync_group", "commit_offsets",
+                       "_advance_high_watermark", "maybe_shrink_isr", "apply_registration")
              if hasattr(c, n)}
-    return {**found, "check_sequence": manager.check_sequence}
+    return {**found, "check_sequence": manager.check_sequence, "fetcher.position": fetcher.position,
+            "partition_change._elect": partition_change._elect}
 
 before = functions()
 on = install()
