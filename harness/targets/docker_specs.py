@@ -27,6 +27,7 @@ __all__ = [
     "EXTERNAL_PORT",
     "IMAGE_REPOSITORY",
     "INTERNAL_PORT",
+    "MINIMUM_VERSION",
     "VERSION_TAGS",
     "NodeSpec",
     "free_ports",
@@ -56,11 +57,22 @@ CONTROLLER_NODE_ID = 100  # the dedicated controller of a multi-broker cluster; 
 DEFAULT_HEAP = "-Xmx512m -Xms256m"
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _SHORT = re.compile(r"\d+\.\d+")
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")  # a Kafka release number, short or full
+MINIMUM_VERSION = (3, 7)  # the first apache/kafka image (KRaft from 3.3, but no image before 3.7)
 
 
 def resolve_version(version: str | None) -> str:
-    """The image tag for a Kafka version: ``3.9`` -> ``3.9.1``; ``3.9.0``, ``latest`` unchanged."""
+    """The image tag for a Kafka version: ``3.9`` -> ``3.9.1``; ``3.9.0``, ``latest`` unchanged. A release
+    older than ``MINIMUM_VERSION`` is refused: it has no apache/kafka image (and before 3.3 no KRaft)."""
     version = (version or DEFAULT_VERSION).strip()
+    release = _RELEASE.fullmatch(version)
+    if release and (int(release[1]), int(release[2])) < MINIMUM_VERSION:
+        minimum = ".".join(map(str, MINIMUM_VERSION))
+        raise TargetError(
+            f"docker target: Kafka {version} is older than {minimum}, the first release with an apache/kafka "
+            "image; the docker target runs KRaft only (production-ready from 3.3; ZooKeeper-mode releases "
+            f"are not supported). Use {minimum} or newer, e.g. {DEFAULT_VERSION}."
+        )
     if version in VERSION_TAGS:
         return VERSION_TAGS[version]
     if _SHORT.fullmatch(version):

@@ -137,7 +137,8 @@ class DockerTarget(Target):
         self._clock = clock
         self._sleep = sleep
         self.specs: list[NodeSpec] = []
-        self._containers: dict[int, Any] = {}  # node id -> container, in start order
+        self._containers: dict[int | str, Any] = {}  # node id (or role) -> container, in start order
+        self._volumes: list[Any] = []  # named volumes, removed after the containers
         self._network = None
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -152,31 +153,12 @@ class DockerTarget(Target):
         if self._client is None:
             self._client = _connect_engine()
         try:
-            self._ensure_image()
-            self.specs = node_specs(
-                self.run_id,
-                self.brokers,
-                self._ports(self.brokers),
-                cluster_id=new_cluster_id(),
-                heap=self.heap,
-                extra_env=self.extra_env,
-            )
+            self._prepare()
         except BaseException:
             self.stop()
             raise
         try:
-            self._create_network()
-            for spec in self.specs:
-                self._containers[spec.node_id] = self._run(spec)
-            addresses = {s.node_id: f"127.0.0.1:{s.host_port}" for s in self.specs if s.is_broker}
-            wait_until_ready(
-                addresses,
-                timeout=self.startup_timeout,
-                check=self._readiness,
-                alive=self._first_dead,
-                clock=self._clock,
-                sleep=self._sleep,
-            )
+            self._launch()
         except TargetError as exc:
             where = self._save_logs()
             self.stop()
@@ -191,9 +173,39 @@ class DockerTarget(Target):
             self.stop()
             raise
 
+    def _prepare(self) -> None:
+        """What start needs before any container runs: the image and the containers' specs."""
+        self._ensure_image()
+        self.specs = node_specs(
+            self.run_id,
+            self.brokers,
+            self._ports(self.brokers),
+            cluster_id=new_cluster_id(),
+            heap=self.heap,
+            extra_env=self.extra_env,
+        )
+
+    def _launch(self) -> None:
+        """Create the network and containers, then wait for the cluster; ``start`` cleans up on failure."""
+        self._create_network()
+        for spec in self.specs:
+            self._containers[spec.node_id] = self._run(spec)
+        addresses = {s.node_id: f"127.0.0.1:{s.host_port}" for s in self.specs if s.is_broker}
+        self._wait_until_ready(addresses, self.startup_timeout)
+
+    def _wait_until_ready(self, addresses: dict[int, str], timeout: float) -> None:
+        wait_until_ready(
+            addresses,
+            timeout=timeout,
+            check=self._readiness,
+            alive=self._first_dead,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
+
     def stop(self) -> None:
-        """Remove the containers (with their anonymous volumes) and the network; whatever is already
-        gone is skipped."""
+        """Remove the containers (with their anonymous volumes), named volumes and the network; whatever
+        is already gone is skipped."""
         for container in reversed(list(self._containers.values())):
             try:
                 container.remove(force=True, v=True)
@@ -203,6 +215,14 @@ class DockerTarget(Target):
                 if "already in progress" not in str(exc) and getattr(exc, "status_code", None) != 409:
                     raise TargetError(f"could not remove container {container.name}: {exc}") from exc
         self._containers.clear()
+        for volume in reversed(self._volumes):
+            try:
+                volume.remove(force=True)
+            except docker_errors.NotFound:
+                pass
+            except docker_errors.APIError as exc:
+                raise TargetError(f"could not remove volume {volume.name}: {exc}") from exc
+        self._volumes.clear()
         if self._network is not None:
             try:
                 self._network.remove()
@@ -213,21 +233,27 @@ class DockerTarget(Target):
             self._client.close()
             self._client = None
 
-    def _ensure_image(self) -> None:
+    def _ensure_image(self, image: str | None = None) -> None:
+        """Pull ``image`` (the Kafka image by default) unless the engine has it."""
         from docker.utils import parse_repository_tag
 
+        image = image or self.image
         try:
-            self._client.images.get(self.image)
+            self._client.images.get(image)
             return
         except docker_errors.ImageNotFound:
             pass
-        repository, tag = parse_repository_tag(self.image)
+        repository, tag = parse_repository_tag(image)
         try:
             self._client.images.pull(repository, tag=tag or "latest")
         except docker_errors.DockerException as exc:
+            check = (
+                f"the version (apache/kafka has tags from 3.7.0 on, e.g. {', '.join(DEFAULT_MATRIX)})"
+                if image == self.image
+                else "the image name"
+            )
             raise TargetError(
-                f"could not pull {self.image}: {exc}. Check the version (apache/kafka has tags from 3.7.0 "
-                f"on, e.g. {', '.join(DEFAULT_MATRIX)}) and that the engine can reach Docker Hub."
+                f"could not pull {image}: {exc}. Check {check} and that the engine can reach its registry."
             ) from exc
 
     def _create_network(self) -> None:
@@ -250,15 +276,19 @@ class DockerTarget(Target):
             options["network"] = self._network.name
         return self._client.containers.run(self.image, **options)
 
+    def _watched(self) -> dict[int | str, Any]:
+        """The containers whose exit means the target failed."""
+        return self._containers
+
     def _first_dead(self) -> str | None:
-        for node_id, container in self._containers.items():
+        for node_id, container in self._watched().items():
             try:
                 container.reload()
             except docker_errors.NotFound:
-                return f"container {container.name} (node {node_id}) disappeared"
+                return f"container {container.name} ({_role(node_id)}) disappeared"
             if container.status in ("exited", "dead"):
                 code = container.attrs.get("State", {}).get("ExitCode")
-                return f"container {container.name} (node {node_id}) exited with code {code}"
+                return f"container {container.name} ({_role(node_id)}) exited with code {code}"
         return None
 
     def _save_logs(self) -> Path:
@@ -304,9 +334,13 @@ class DockerTarget(Target):
         }
 
 
+def _role(key: int | str) -> str:
+    return f"node {key}" if isinstance(key, int) else key
+
+
 def cleanup_stale(client: Any = None, run_ids: Iterable[str] | None = None) -> list[str]:
-    """Remove containers and networks labelled by kconform (only those of ``run_ids`` when given);
-    returns the names removed. Unlabelled containers and networks are never touched."""
+    """Remove containers, volumes and networks labelled by kconform (only those of ``run_ids`` when
+    given); returns the names removed. Unlabelled ones are never touched."""
     if client is None:
         client = _connect_engine()
     wanted = None if run_ids is None else set(run_ids)
@@ -321,6 +355,13 @@ def cleanup_stale(client: Any = None, run_ids: Iterable[str] | None = None) -> l
             try:
                 container.remove(force=True, v=True)
                 removed.append(container.name)
+            except docker_errors.NotFound:
+                pass
+    for volume in client.volumes.list(filters={"label": LABEL}):
+        if ours(volume):
+            try:
+                volume.remove(force=True)
+                removed.append(volume.name)
             except docker_errors.NotFound:
                 pass
     for network in client.networks.list(filters={"label": LABEL}):

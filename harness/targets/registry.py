@@ -2,7 +2,8 @@
 
 - ``reference`` (one combined node), ``reference:3`` (a controller and three brokers)
 - ``rdkafka-mock``, ``rdkafka-mock:3`` (brokers)
-- ``docker``, ``docker:4.0``, ``docker:3.9:3`` (Apache Kafka image version, brokers)
+- ``docker``, ``docker:4.0`` (Apache Kafka's image, one combined node), ``docker:4.1.0:3`` (a replicated
+  cluster: a controller, three brokers and a Toxiproxy on every link; Kafka 3.7 or newer)
 - ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``
 
 Options follow an ``@``: ``reference@kafka=3.7`` (the Apache Kafka release the reference broker answers
@@ -47,10 +48,14 @@ def make_target(spec: str) -> Target:
 
         return RdkafkaMockTarget(spec, brokers=_count(rest, spec))
     if kind == "docker":
+        version, _, brokers = rest.partition(":")
+        if brokers:
+            from .docker_cluster import DockerClusterTarget
+
+            return DockerClusterTarget(spec, version=version, brokers=_count(brokers, spec))
         from .docker_target import DockerTarget
 
-        version, _, brokers = rest.partition(":")
-        return DockerTarget(spec, version=version or None, brokers=_count(brokers, spec))
+        return DockerTarget(spec, version=version or None)
     if kind == "bootstrap":
         from .bootstrap import BootstrapTarget
 

@@ -1,5 +1,10 @@
 """A fake Docker client shaped like the Docker SDK, for the docker-target suites of ``harness``
-(``test_docker_target*.py``): it records what the target asks of the engine; no engine runs."""
+(``test_docker_target*.py``, ``test_docker_cluster_target.py``): it records what the target asks of the
+engine; no engine runs. Each method takes the arguments the SDK's does (``Container.kill(signal=None)``,
+``Container.stop(timeout=...)``, ``VolumeCollection.create(name, driver=..., labels=...)``) and changes
+state as the engine would (a killed or stopped container is ``exited``; starting it again keeps its
+volumes). ``FakeToxiproxy`` stands for toxiproxy-python's ``Toxiproxy`` client of the docker cluster's
+Toxiproxy container."""
 
 from __future__ import annotations
 
@@ -29,14 +34,37 @@ class FakeContainer:
 
     def pause(self):
         self.engine.calls.append(("pause", self.name))
+        self._must_be("running")
         self.status = "paused"
 
     def unpause(self):
         self.engine.calls.append(("unpause", self.name))
+        self._must_be("paused")
         self.status = "running"
 
-    def stop(self, timeout=10):
+    def kill(self, signal=None):
+        self.engine.calls.append(("kill", self.name, signal))
+        self._must_be("running")  # the engine refuses to signal a paused or exited container
         self.status = "exited"
+        self.attrs["State"]["ExitCode"] = 137
+
+    def stop(self, timeout=None):
+        self.engine.calls.append(("stop", self.name, timeout))
+        self._must_be("running", "exited")  # stopping an exited container is a no-op
+        if self.status == "running":
+            self.status = "exited"
+            self.attrs["State"]["ExitCode"] = 143
+
+    def start(self):
+        self.engine.calls.append(("start", self.name))
+        self._must_be("exited", "created", "running")  # starting a running container is a no-op
+        self.status = "running"
+
+    def _must_be(self, *states):
+        if self.removed:
+            raise docker_errors.NotFound(f"no container {self.name}")
+        if self.status not in states:
+            raise docker_errors.APIError(f"container {self.name} is {self.status}")
 
     def remove(self, force=False, v=False):
         if self.removed:
@@ -62,6 +90,34 @@ def _matches(obj, filters):
     label = (filters or {}).get("label")
     labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
     return label is None or label in labels
+
+
+class FakeVolume:
+    def __init__(self, engine, name, labels):
+        self.engine, self.name = engine, name
+        self.attrs = {"Name": name, "Driver": "local", "Labels": dict(labels or {})}
+        self.removed = False
+
+    def remove(self, force=False):
+        if self.removed:
+            raise docker_errors.NotFound(f"no volume {self.name}")
+        self.engine.calls.append(("volume.remove", self.name))
+        self.removed = True
+
+
+class FakeVolumes:
+    def __init__(self, engine):
+        self.engine = engine
+        self.all: list[FakeVolume] = []
+
+    def create(self, name=None, **kwargs):
+        self.engine.calls.append(("volumes.create", name, kwargs.get("driver")))
+        volume = FakeVolume(self.engine, name, kwargs.get("labels"))
+        self.all.append(volume)
+        return volume
+
+    def list(self, filters=None, **kw):
+        return [v for v in self.all if not v.removed and _matches(v, filters)]
 
 
 class FakeImages:
@@ -128,9 +184,73 @@ class FakeDocker:
         self.images = FakeImages(self, images)
         self.containers = FakeContainers(self)
         self.networks = FakeNetworks(self)
+        self.volumes = FakeVolumes(self)
 
     def live(self):
         return [c for c in self.containers.all if not c.removed]
+
+    def leftovers(self) -> list[str]:
+        """Everything created and not removed: what a stopped target must not leave behind."""
+        return [
+            *(c.name for c in self.live()),
+            *(v.name for v in self.volumes.all if not v.removed),
+            *(n.name for n in self.networks.all if not n.removed),
+        ]
+
+
+# ---- a fake Toxiproxy, shaped like toxiproxy-python's client -------------------------------------
+
+
+class FakeProxy:
+    def __init__(self, server, name, upstream, listen, enabled=True):
+        self.server, self.name, self.upstream, self.listen = server, name, upstream, listen
+        self.enabled = enabled
+        self.toxics: dict[str, dict] = {}
+
+    def add_toxic(self, name, type, stream="downstream", toxicity=1.0, attributes=None):
+        self.server.calls.append(("add_toxic", self.name, name))
+        self.toxics[name] = {"type": type, "stream": stream, "attributes": dict(attributes or {})}
+
+    def destroy_toxic(self, name):
+        self.server.calls.append(("destroy_toxic", self.name, name))
+        del self.toxics[name]
+
+    def disable(self):
+        self.server.calls.append(("disable", self.name))
+        self.enabled = False
+
+    def enable(self):
+        self.server.calls.append(("enable", self.name))
+        self.enabled = True
+
+    def destroy(self):
+        self.server.calls.append(("destroy", self.name))
+        return self.server.all.pop(self.name, None) is not None
+
+
+class FakeToxiproxy:
+    """``create(upstream, name, listen)``, ``get_proxy``, ``proxies`` as toxiproxy-python's
+    ``Toxiproxy``; ``fail_on`` names a proxy whose creation the server refuses (HTTP 500)."""
+
+    def __init__(self, fail_on: str | None = None):
+        self.all: dict[str, FakeProxy] = {}
+        self.calls: list[tuple] = []
+        self.fail_on = fail_on
+
+    def create(self, upstream, name, listen=None, enabled=None):
+        self.calls.append(("create", name, upstream, listen))
+        if name == self.fail_on:
+            raise RuntimeError(f"toxiproxy: could not create {name}: 500 listen tcp {listen}: in use")
+        if name in self.all:
+            raise RuntimeError(f"This proxy already exists: {name}")
+        self.all[name] = FakeProxy(self, name, upstream, listen, enabled is not False)
+        return self.all[name]
+
+    def get_proxy(self, name):
+        return self.all.get(name)
+
+    def proxies(self):
+        return dict(self.all)
 
 
 class FakeClock:
