@@ -4,7 +4,13 @@ length, then a complete read once the faults are over, then the checkers.
 Trace rows, one per completed client operation (``api_version`` -1: the operation, not one exchange,
 e.g. a send with all its retries; outcome pass / error / timeout for ok / fail / info), carry the faults
 active when the operation began and the scenario's verdict. Each fault start and end is a row too, with
-``api_key`` -1, ``api_name`` "fault" and ``signature`` "<action> <fault label>"."""
+``api_key`` -1, ``api_name`` "fault" and ``signature`` "<action> <fault label>".
+
+Every run also leaves its record (``replay``: history, fault log, scenario and settings) in
+``<run directory>/replay/<scenario>/``, and ``judge`` turns a record into the result, so a replay of the
+record gives the verdicts the live run gave. On a replicated cluster the observer's leader changes go
+into the history as bookkeeping (``LeaderChangeLog``), for the checks that tell a failover's losses
+from a bug's."""
 
 from __future__ import annotations
 
@@ -12,8 +18,9 @@ import asyncio
 import collections
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kconform.faults.nemesis import FaultEvent, Nemesis
@@ -21,18 +28,23 @@ from kconform.faults.schedule import Schedule, Step
 from kconform.traces import TraceRow, TraceWriter
 
 from ..checkers import History, check_history
-from ..checkers.history import Op, Poll, Send
+from ..checkers.excerpt import excerpt
+from ..checkers.history import LeaderChange
+from ..checkers.promises import WorkloadSettings, allowed_anomalies, verdict_reasons
 from ..checkers.report import Verdict
 from ..workloads import final_read, group_consume, produce, transactions
-from .cluster_observer import ClusterObserver, count_truncations
+from .cluster_observer import ClusterObserver, StateChange, count_truncations
+from .replay import RunRecord, record_directory, write_record
 from .scenarios import Scenario
 from .topology import ProxiedCluster
 
-__all__ = ["ScenarioResult", "run_scenario"]
+__all__ = ["LeaderChangeLog", "ScenarioResult", "judge", "run_scenario"]
 
 PARTITIONS = 3
+OBSERVER = 5000  # the process the cluster observer's bookkeeping ops are written as
+LEADER_CHANGE = "leader change"
 _OUTCOME = {"ok": "pass", "fail": "error", "info": "timeout"}
-_BOOKKEEPING = ("assignment", "commit", "final read", "watermark")  # not client operations
+_BOOKKEEPING = ("assignment", "commit", "final read", "watermark", LEADER_CHANGE)  # not client operations
 
 
 @dataclass
@@ -100,6 +112,7 @@ class ScenarioResult:
                     "count": v.count,
                     "allowed": v.allowed,
                     "verdict": "violation" if v.violation else "allowed" if v.count else "ok",
+                    "reason": v.reason,
                     "detail": v.detail,
                     "excerpt": self.excerpts.get(v.anomaly, []),
                 }
@@ -138,9 +151,11 @@ async def run_scenario(
     seed: int = 0,
     traces: TraceWriter | None = None,
     tick: Callable[[float], None] | None = None,
+    out: Path | None = None,
 ) -> ScenarioResult:
     """Run ``scenario`` for ``duration`` seconds; ``tick`` is called about every half second with the
-    fraction done (for a progress display)."""
+    fraction done (for a progress display). The run's record goes to ``out`` (default: the traces' run
+    directory's ``replay/<scenario>/``; none without either)."""
     topic = f"chaos-{scenario.name}-{seed}"
     driver = getattr(cluster, "cluster_driver", None)  # a replicated cluster: roles, every link
     if driver is not None:
@@ -163,6 +178,7 @@ async def run_scenario(
     )
     observer = ClusterObserver(driver.topic_state) if driver is not None else None
     started_ns = time.time_ns()
+    leader_changes = LeaderChangeLog(history, topic, started_ns)
 
     async def workload() -> None:
         if scenario.workload == "produce":
@@ -225,8 +241,12 @@ async def run_scenario(
     error = ""
     ticker = asyncio.ensure_future(progress())
     try:
-        watching = [observer.run(duration)] if observer is not None else []
+        watching = []
+        if observer is not None:
+            watching = [observer.run(duration), leader_changes.follow(observer.timeline, duration)]
         await asyncio.gather(nemesis.run(duration), workload(), *watching)
+        if observer is not None:
+            leader_changes.catch_up(observer.timeline)
         await final_read(
             history,
             bootstrap,
@@ -238,51 +258,88 @@ async def run_scenario(
         error = f"{type(exc).__name__}: {exc}"
     finally:
         ticker.cancel()
-    verdicts = check_history(history, scenario.allowed_anomalies())
+        if observer is not None:  # what it saw before the run broke off, if it did
+            leader_changes.catch_up(observer.timeline)
     stats.update(slowdown(history, nemesis.log, started_ns))
     if observer is not None:  # what the cluster showed: ISR shrinks, leader changes, truncations
         stats.update(observer.counts)
         stats["truncations"] = count_truncations(cluster.broker_output())
-    completed = collections.Counter(
-        op.type for op in history.ops if op.type != "invoke" and op.note not in _BOOKKEEPING
+    record = RunRecord(
+        scenario, cluster.kind, duration, seed, started_ns, dict(stats), error, list(nemesis.log), history
     )
-    result = ScenarioResult(
-        scenario.name,
-        cluster.kind,
-        duration,
-        seed,
-        scenario.promise,
-        scenario.bites,
-        verdicts,
-        dict(completed),
-        dict(stats),
-        list(nemesis.log),
-        {v.anomaly: [describe(history.ops[i]) for i in v.example[:20]] for v in verdicts if v.count},
-        error,
-    )
+    if out is None and traces is not None:
+        out = record_directory(traces.directory.parent, scenario.name)
+    if out is not None:
+        write_record(out, record)
+    result = judge(record)
     if traces is not None:
         write_trace_rows(traces, result, history, topic, started_ns)
     return result
 
 
-def describe(op: Op) -> str:
-    """One history line, Jepsen-style: index, process, type, what it did."""
-    parts = []
-    for mop in op.mops:
-        if isinstance(mop, Send):
-            at = f"@{mop.offset}" if mop.offset is not None else ""
-            parts.append(f"send {mop.partition[0]}-{mop.partition[1]} {_show(mop.value)}{at}")
-        elif isinstance(mop, Poll):
-            for (t, p), records in mop.records.items():
-                shown = " ".join(f"{o}:{_show(v)}" for o, v in records[:6])
-                more = f" (+{len(records) - 6})" if len(records) > 6 else ""
-                parts.append(f"poll {t}-{p} [{shown}{more}]")
-    note = f" ({op.note})" if op.note else ""
-    return f"{op.index} p{op.process} {op.type} " + "; ".join(parts) + note
+def judge(record: RunRecord) -> ScenarioResult:
+    """A run's result from its record: the checkers' verdicts under the scenario's settings (client,
+    topic and broker) and promise, each with its reason. A live run and its replay both come here."""
+    scenario, history = record.scenario, record.history
+    settings = WorkloadSettings.from_scenario_settings(
+        scenario.workload, scenario.settings, topic=scenario.topic, broker=scenario.broker
+    )
+    verdicts = check_history(
+        history,
+        allowed_anomalies(scenario.claims, settings),
+        verdict_reasons(scenario.claims, settings),
+    )
+    completed = collections.Counter(
+        op.type for op in history.ops if op.type != "invoke" and op.note not in _BOOKKEEPING
+    )
+    return ScenarioResult(
+        scenario.name,
+        record.target,
+        record.duration,
+        record.seed,
+        scenario.promise,
+        scenario.bites,
+        verdicts,
+        dict(completed),
+        dict(record.stats),
+        list(record.faults),
+        {v.anomaly: excerpt(history, v.example[:20]) for v in verdicts if v.count},
+        record.error,
+    )
 
 
-def _show(value: object) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+class LeaderChangeLog:
+    """Writes the observer's leader changes of the workload's topic into the history as they are seen:
+    a bookkeeping op (note "leader change") and a ``LeaderChange``, unclean when the new leader was not
+    in the ISR the partition had before."""
+
+    def __init__(self, history: History, topic: str, started_ns: int) -> None:
+        self.history, self.topic, self.started_ns = history, topic, started_ns
+        self.taken = 0  # timeline entries already read
+        self.isr: dict[int, tuple[int, ...]] = {}  # partition -> its ISR in the last sample
+
+    def catch_up(self, timeline: Sequence[StateChange]) -> None:
+        for change in timeline[self.taken :]:
+            before = self.isr.get(change.partition)
+            if "leader-changes" in change.events:
+                unclean = None if before is None or change.leader < 0 else change.leader not in before
+                at_ns = self.started_ns + int(change.at * 1e9)
+                op = self.history.add(OBSERVER, "info", [], time_ns=at_ns, note=LEADER_CHANGE)
+                self.history.leader_changes.append(
+                    LeaderChange(
+                        op.index, (self.topic, change.partition), change.leader, change.epoch, at_ns, unclean
+                    )
+                )
+            if change.isr:  # a leaderless partition may show none; the last one it had still counts
+                self.isr[change.partition] = change.isr
+        self.taken = len(timeline)
+
+    async def follow(self, timeline: Sequence[StateChange], seconds: float, every: float = 0.1) -> None:
+        """Catch up every ``every`` seconds for ``seconds``, so changes land near the ops they touched."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.catch_up(timeline)
+            await asyncio.sleep(every)
 
 
 def active_faults(faults: list[FaultEvent], seconds: float) -> list[str]:

@@ -79,8 +79,11 @@ class Scenario:
 
     @property
     def workload_settings(self) -> WorkloadSettings:
-        """The producer settings the scenario runs with; every run ends with a complete read."""
-        return WorkloadSettings.from_client_settings(self.workload, self.settings)
+        """The producer, topic and broker settings the scenario runs with; every run ends with a
+        complete read."""
+        return WorkloadSettings.from_scenario_settings(
+            self.workload, self.settings, topic=self.topic, broker=self.broker
+        )
 
     def allowed_anomalies(self) -> frozenset[str]:
         return allowed_anomalies(self.claims, self.workload_settings)

@@ -3,12 +3,13 @@ hit it? A workload records what it asked and what came back (``history.py``); ea
 record and reports the anomalies it finds with the smallest stretch of history that shows each. What a
 run may show follows from its settings and its scenario's promise (``promises.py``)."""
 
-from .history import History, Op, Poll, Send
-from .promises import Promise, WorkloadSettings, allowed_anomalies
+from .history import History, LeaderChange, Op, Poll, Send
+from .promises import Promise, WorkloadSettings, allowed_anomalies, verdict_reasons
 from .report import Verdict, check_history, expected_anomalies
 
 __all__ = [
     "History",
+    "LeaderChange",
     "Op",
     "Poll",
     "Promise",
@@ -18,4 +19,5 @@ __all__ = [
     "allowed_anomalies",
     "check_history",
     "expected_anomalies",
+    "verdict_reasons",
 ]

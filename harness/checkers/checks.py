@@ -5,14 +5,23 @@ Anomaly names follow Jepsen's Kafka workload where they mean the same thing: los
 inconsistent-offsets, G1a (aborted read), future-read, poll-skip, nonmonotonic-poll, nonmonotonic-send,
 their within-one-operation variants (int-...), unseen, G0 and G1c (dependency cycles between
 transactions). Skips are judged on each partition's *version order* (the values in offset order), not on
-raw offsets, because transaction markers and compaction leave legitimate gaps in offsets."""
+raw offsets, because transaction markers and compaction leave legitimate gaps in offsets.
+
+A lost write is named by the leader changes that may have lost it (``failover``): lost-write with none,
+lost-write-leader-change after clean ones, lost-write-unclean after an unclean election. An acknowledged
+write the final read ends short of is lost too once a leader changed (else only unseen: the run may
+have ended too soon). An offset a new leader gave a second value is that loss, or a vanished read
+(``replication_checks``), and reported as such, not as inconsistent-offsets (which is Kafka's "offset
+reuse" when no failover explains it), nor as the nonmonotonic-send of the producer whose next send
+took the lost offset."""
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from .history import History, Op
+from .failover import Failovers, loss_anomaly, show_change
+from .history import History, Op, Send
 
 __all__ = ["Finding", "ALL_CHECKS"]
 
@@ -30,6 +39,8 @@ class _Index:
     def __init__(self, history: History) -> None:
         self.history = history
         self.write_ok: dict[object, tuple[tuple, int, Op]] = {}  # value -> (partition, offset, op)
+        self.acks: dict[object, Send] = {}  # value -> its acknowledged send (broker, leader epoch)
+        self.invoked: dict[object, Op] = {}  # value -> the invoke that asked for its write
         self.write_ok_blind: dict[object, tuple[tuple, Op]] = {}  # acknowledged with no offset (acks=0)
         self.write_status: dict[object, str] = {}  # value -> ok / fail / info
         self.writer: dict[object, Op] = {}
@@ -40,8 +51,16 @@ class _Index:
         self.value_offsets: dict[object, set[tuple[tuple, int]]] = defaultdict(set)
         # A plain dict, never a defaultdict: a check that looks a value up must not make it "read".
         self.readers: dict[object, list[Op]] = {}
+        self.failovers = Failovers(history)
+        self.final = history.final_reads()
+        self.final_offset: dict[tuple, dict[object, int]] = {  # partition -> value -> its final offset
+            p: {v: o for poll in op.polls() for o, v in poll.records.get(p, ())}
+            for p, op in self.final.items()
+        }
         for op in history.ops:
             if op.type == "invoke":
+                for send in op.sends():
+                    self.invoked.setdefault(send.value, op)
                 continue
             for send in op.sends():
                 self.write_status[send.value] = op.type
@@ -50,6 +69,7 @@ class _Index:
                     self.write_ok_blind[send.value] = (send.partition, op)
                 if op.type == "ok" and send.offset is not None:
                     self.write_ok[send.value] = (send.partition, send.offset, op)
+                    self.acks[send.value] = send
                     self.seen_at[send.partition][send.offset].add(send.value)
                     self.value_offsets[send.value].add((send.partition, send.offset))
             if op.type != "ok":
@@ -85,6 +105,9 @@ class _Index:
 
 
 def duplicates(ix: _Index) -> list[Finding]:
+    """A value at several offsets; where leader changes are recorded, whether one lies between the
+    write's invoke and the last read that shows it twice (an idempotent producer must not duplicate
+    across a failover either)."""
     out = []
     for value, places in ix.value_offsets.items():
         if len(places) > 1:
@@ -92,7 +115,21 @@ def duplicates(ix: _Index) -> list[Finding]:
                 {o.index for o in ix.readers.get(value, ())}
                 | ({ix.writer[value].index} if value in ix.writer else set())
             )
-            out.append(Finding("duplicate", tuple(ops), f"{value!r} is at {sorted(places)}"))
+            detail = f"{value!r} is at {sorted(places)}"
+            if ix.failovers:
+                invoke = ix.invoked.get(value)
+                start = invoke.index if invoke is not None else ops[0]
+                changes = [
+                    c
+                    for partition in sorted({p for p, _ in places})
+                    for c in ix.failovers.explaining(partition, ops[-1], after_op=start)
+                ]
+                if changes:
+                    detail += f"; across a leader change ({show_change(changes[0])})"
+                    ops = sorted({*ops, changes[0].op})
+                else:
+                    detail += "; no leader change in the stretch"
+            out.append(Finding("duplicate", tuple(ops), detail))
     return out
 
 
@@ -100,7 +137,7 @@ def inconsistent_offsets(ix: _Index) -> list[Finding]:
     out = []
     for partition, offsets in ix.seen_at.items():
         for offset, values in offsets.items():
-            if len(values) > 1:
+            if len(values) > 1 and not _reused_by_a_new_leader(ix, partition, offset, values):
                 ops = sorted(
                     {o.index for v in values for o in ix.readers.get(v, ())}
                     | {ix.writer[v].index for v in values if v in ix.writer}
@@ -115,27 +152,75 @@ def inconsistent_offsets(ix: _Index) -> list[Finding]:
     return out
 
 
-def lost_writes(ix: _Index) -> list[Finding]:
-    """Acknowledged, never read, though reads reached its offset (another value there) or went past it."""
-    out = []
-    for value, (partition, offset, op) in ix.write_ok.items():
-        if value in ix.readers:
+def _reused_by_a_new_leader(ix: _Index, partition, offset: int, values: set) -> bool:
+    """The final read's value holds the offset and every other value there was lost to a leader change
+    since it was acknowledged or read: the loss or vanished read is the finding, not the offset."""
+    final = ix.final.get(partition)
+    if final is None:
+        return False
+    kept = ix.final_offset[partition]
+    if not any(kept.get(v) == offset for v in values):
+        return False
+    for value in values:
+        if value in kept:
+            if kept[value] != offset:  # moved, not lost
+                return False
             continue
-        if ix.max_read_offset.get(partition, -1) >= offset:
-            passing = [
-                r.index
-                for r, p, records in ix.reads
-                if p == partition
-                and records
-                and min(o for o, _ in records) <= offset <= max(o for o, _ in records)
-            ]
-            out.append(
-                Finding(
-                    "lost-write",
-                    (op.index, *passing[:1]),
-                    f"{value!r} acknowledged at {partition} offset {offset}, never read",
-                )
-            )
+        readers = ix.readers.get(value)
+        if readers:
+            if not ix.failovers.explaining(partition, final.index, after_op=readers[0].index):
+                return False
+        elif not _lost_to_a_failover(ix, value):
+            return False
+    return True
+
+
+def _lost_to_a_failover(ix: _Index, value) -> bool:
+    """Acknowledged, never read, and lost across a leader change."""
+    if value not in ix.write_ok or value in ix.readers:
+        return False
+    loss = _loss(ix, value)
+    return loss is not None and loss.anomaly != "lost-write"
+
+
+def _loss(ix: _Index, value) -> Finding | None:
+    """How an acknowledged value no read saw is lost: reads reached or passed its offset, or the final
+    read ended short of it after a leader change. None when nothing shows it gone (unseen)."""
+    partition, offset, op = ix.write_ok[value]
+    ack = ix.acks[value]
+    reached = [
+        (r, records)
+        for r, p, records in ix.reads
+        if p == partition and records and max(o for o, _ in records) >= offset
+    ]
+    last = reached[-1][0] if reached else ix.final.get(partition)
+    changes = () if last is None else ix.failovers.losing(partition, op.index, last.index, ack.leader_epoch)
+    if not reached and not changes:
+        return None
+    where = f"{value!r} acknowledged at {partition} offset {offset}"
+    if ack.leader_epoch is not None or ack.broker is not None:
+        where += f" (broker {ack.broker}, epoch {ack.leader_epoch})"
+    if not changes:
+        passing = [r.index for r, records in reached if min(o for o, _ in records) <= offset]
+        return Finding("lost-write", (op.index, *passing[:1]), f"{where}, never read")
+    change = next((c for c in changes if c.unclean), changes[0])
+    after = next((r for r, _ in reached if r.index > change.op), last)
+    detail = f"{where}, never read after {show_change(change)}"
+    taken = [v for v, o in ix.final_offset.get(partition, {}).items() if o == offset]
+    if taken:
+        detail += f"; offset {offset} now holds {taken[0]!r}"
+    return Finding(loss_anomaly(changes), tuple(sorted({op.index, change.op, after.index})), detail)
+
+
+def lost_writes(ix: _Index) -> list[Finding]:
+    """Acknowledged, never read, though reads reached its offset (another value there) or went past it,
+    named by the leader changes that may have lost it."""
+    out = []
+    for value in ix.write_ok:
+        if value not in ix.readers:
+            finding = _loss(ix, value)
+            if finding is not None:
+                out.append(finding)
     # Acknowledged without an offset (acks=0): lost when a read of its partition that began after the
     # acknowledgement did not see it.
     for value, (partition, op) in ix.write_ok_blind.items():
@@ -158,7 +243,7 @@ def unseen(ix: _Index) -> list[Finding]:
     return [
         Finding("unseen", (op.index,), f"{value!r} at {partition} offset {offset}")
         for value, (partition, offset, op) in ix.write_ok.items()
-        if value not in ix.readers and ix.max_read_offset.get(partition, -1) < offset
+        if value not in ix.readers and _loss(ix, value) is None
     ]
 
 
@@ -244,9 +329,10 @@ def poll_order(ix: _Index) -> list[Finding]:
 
 def send_order(ix: _Index) -> list[Finding]:
     """nonmonotonic-send: a process's later acknowledged send to a partition landed at a lower offset
-    (int-nonmonotonic-send inside one operation)."""
+    (int-nonmonotonic-send inside one operation). Not when the earlier send was lost to a leader
+    change: the new leader handed its offset out again, and the loss is the finding."""
     out = []
-    last: dict[tuple[int, tuple], tuple[int, Op]] = {}
+    last: dict[tuple[int, tuple], tuple[int, Op, object]] = {}  # -> (offset, op, value)
     for op in ix.history.ops:
         if op.type != "ok":
             continue
@@ -264,7 +350,12 @@ def send_order(ix: _Index) -> list[Finding]:
                 )
             within[send.partition] = send.offset
             key = (op.process, send.partition)
-            if key in last and last[key][1] is not op and send.offset <= last[key][0]:
+            if (
+                key in last
+                and last[key][1] is not op
+                and send.offset <= last[key][0]
+                and not _lost_to_a_failover(ix, last[key][2])  # a new leader reused its offsets
+            ):
                 out.append(
                     Finding(
                         "nonmonotonic-send",
@@ -272,7 +363,7 @@ def send_order(ix: _Index) -> list[Finding]:
                         f"{send.partition}: offset {last[key][0]} then {send.offset}",
                     )
                 )
-            last[key] = (send.offset, op)
+            last[key] = (send.offset, op, send.value)
     return out
 
 

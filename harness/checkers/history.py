@@ -4,16 +4,47 @@ later completed as *ok* (it happened), *fail* (it did not happen) or *info* (unk
 An operation is a list of micro-operations, each a ``Send`` (value written to a partition, with the
 offset the broker acknowledged once known) or a ``Poll`` (what one poll read, per partition, as
 (offset, value) pairs in order). A transaction is one operation holding several. Values are unique per
-history (the workload makes them so), which lets a read name the write it saw."""
+history (the workload makes them so), which lets a read name the write it saw.
+
+Bookkeeping beside the operations, each pointing at an op (type info, a ``note`` naming it) so it has a
+place in the history's order: group ``Assignment``s, acknowledged ``Commit``s, leaders' ``Watermark``s and
+``LeaderChange``s.
+
+What a workload fills for the replication checks (``replication_checks``); all optional, so a history
+without them stays valid and those checks stay quiet or coarser:
+
+- ``Send.broker`` and ``Send.leader_epoch`` on an ok send: the broker the acknowledged ProduceRequest
+  went to and the partition's leader epoch in the client's metadata when it was sent. With them a lost
+  write is tied to the leader change that lost it (not just any change before the read that misses
+  it), and two brokers acknowledging in one epoch show as split-brain.
+- ``Poll.high_watermarks``: per partition, the high watermark the Fetch response showed. Each is held
+  against the highest the consumer saw before and its highest offset read + 1 (a floor of the high
+  watermark); without them hw-backwards stays quiet. A consumer that fetches from followers (KIP-392)
+  sees their lagging high watermarks: note the switch as a "seek", or leave them out.
+- ``LeaderChange`` with its bookkeeping op (note "leader change") whenever a client sees a partition's
+  leader epoch move, ``unclean`` when the new leader was not in the ISR it had before. The chaos runner
+  writes these from its cluster observer on replicated clusters.
+- ``Op.note`` "seek", "reset" or "rebalance" on a poll that starts again from another position."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["Assignment", "Commit", "History", "Op", "Poll", "Send", "Watermark"]
+__all__ = [
+    "FINAL_READ",
+    "Assignment",
+    "Commit",
+    "History",
+    "LeaderChange",
+    "Op",
+    "Poll",
+    "Send",
+    "Watermark",
+]
 
 Partition = tuple[str, int]
+FINAL_READ = "final read"  # the note on each partition's complete read once the faults were over
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,11 +52,14 @@ class Send:
     partition: Partition
     value: object
     offset: int | None = None  # known on ok
+    broker: int | None = None  # the broker that acknowledged it, when known
+    leader_epoch: int | None = None  # the partition's leader epoch it was acknowledged in, when known
 
 
 @dataclass(frozen=True, slots=True)
 class Poll:
     records: dict[Partition, tuple[tuple[int, object], ...]]  # per partition: (offset, value), in order
+    high_watermarks: dict[Partition, int] = field(default_factory=dict)  # as the Fetch showed, if known
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +111,25 @@ class Watermark:
     isr_log_end_offsets: dict[int, int]
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderChange:
+    """A partition's leader epoch moved, as a client (or the cluster observer) saw it at op ``op``."""
+
+    op: int
+    partition: Partition
+    leader: int  # -1: no leader
+    epoch: int
+    time_ns: int = 0
+    unclean: bool | None = None  # elected from outside the ISR it had before (None: not known)
+
+
 @dataclass
 class History:
     ops: list[Op] = field(default_factory=list)
     assignments: list[Assignment] = field(default_factory=list)
     commits: list[Commit] = field(default_factory=list)
     watermarks: list[Watermark] = field(default_factory=list)
+    leader_changes: list[LeaderChange] = field(default_factory=list)
 
     def add(self, process: int, type: str, mops: Iterable[Send | Poll], **kw) -> Op:
         op = Op(len(self.ops), process, type, tuple(mops), **kw)
@@ -98,6 +145,16 @@ class History:
             if op.process == completion.process and op.type == "invoke":
                 return op
         return None
+
+    def final_reads(self) -> dict[Partition, Op]:
+        """Each partition's complete read the run ended with (the last, if several)."""
+        return {
+            partition: op
+            for op in self.ops
+            if op.type == "ok" and op.note == FINAL_READ
+            for poll in op.polls()
+            for partition in poll.records
+        }
 
     def __len__(self) -> int:
         return len(self.ops)

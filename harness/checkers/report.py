@@ -1,15 +1,17 @@
-"""Verdicts: every check's findings, grouped by anomaly, each allowed or not. What is allowed follows from
-the workload's settings and the scenario's promise (``promises.allowed_anomalies``); anything else
-found is a violation."""
+"""Verdicts: every check's findings, grouped by anomaly, each allowed or not, with the reason. What is
+allowed follows from the workload's settings and the scenario's promise (``promises.allowed_anomalies``,
+reasons from ``promises.verdict_reasons``); anything else found is a violation."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .checks import Finding, run_checks
 from .history import History
 from .kafka_checks import KAFKA_CHECKS
 from .promises import ANOMALIES, Promise, WorkloadSettings, allowed_anomalies, settings_allow
+from .replication_checks import REPLICATION_CHECKS
 
 __all__ = [
     "ANOMALIES",
@@ -29,6 +31,7 @@ class Verdict:
     allowed: bool
     example: tuple[int, ...]  # the smallest stretch of history found: op indexes
     detail: str
+    reason: str = ""  # "allowed: <setting>" / "forbidden: <settings or promise>", when the caller said
 
     @property
     def violation(self) -> bool:
@@ -45,6 +48,9 @@ def expected_anomalies(
     transactional: bool = False,
     complete_reads: bool = False,
     workload: str = "produce",
+    min_insync_replicas: int | None = None,
+    unclean_leader_election: bool = False,
+    replication_factor: int | None = None,
 ) -> frozenset[str]:
     """What Kafka does not promise under these settings, so finding it is no violation (no scenario
     promise on top: ``allowed_anomalies`` adds one)."""
@@ -58,13 +64,20 @@ def expected_anomalies(
             isolation_level=isolation_level,
             transactional=transactional,
             complete_reads=complete_reads,
+            min_insync_replicas=min_insync_replicas,
+            unclean_leader_election=unclean_leader_election,
+            replication_factor=replication_factor,
         )
     )
 
 
-def check_history(history: History, allowed: frozenset[str] = frozenset()) -> list[Verdict]:
+def check_history(
+    history: History, allowed: frozenset[str] = frozenset(), reasons: Mapping[str, str] | None = None
+) -> list[Verdict]:
+    """One verdict per anomaly the checkers know; ``reasons`` (``promises.verdict_reasons``) says why
+    each is allowed or not."""
     findings: list[Finding] = run_checks(history)
-    for check in KAFKA_CHECKS:
+    for check in (*KAFKA_CHECKS, *REPLICATION_CHECKS):
         findings.extend(check(history))
     by_anomaly: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -83,6 +96,7 @@ def check_history(history: History, allowed: frozenset[str] = frozenset()) -> li
                 anomaly in allowed,
                 smallest.ops if smallest else (),
                 smallest.detail if smallest else "",
+                (reasons or {}).get(anomaly, ""),
             )
         )
     return verdicts

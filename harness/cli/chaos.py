@@ -1,6 +1,8 @@
 """``kconform chaos``: scenarios from the catalogue against a target behind Toxiproxy, with a progress
 display and a verdict table; the exit code is 1 unless every scenario passed (a promise broken, a run
-that failed, or faults that never reached the client)."""
+that failed, or faults that never reached the client). ``--replay DIR`` runs the checkers again on the
+records a run left (no cluster, no network) and prints the same table with the same exit code; a
+record that cannot be read is exit code 2."""
 
 from __future__ import annotations
 
@@ -42,7 +44,14 @@ import click
     help="run directory (default: ./kconform-runs/chaos-<time>)",
 )
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
-def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, list_only) -> None:
+@click.option(
+    "--replay",
+    "replay_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="judge the histories a run left in DIR (a run directory, or one of its replay/<scenario>/) again",
+)
+def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, list_only, replay_dir) -> None:
     """Run chaos scenarios and judge every history with the checkers."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -54,6 +63,9 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
     from ..chaos.scenarios import load_catalogue
 
     console = Console(stderr=True)
+    if replay_dir is not None:
+        replay(replay_dir, names, console)
+        return
     try:
         kind, _ = parse_target(target)
     except ValueError as exc:
@@ -106,7 +118,43 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
             on_result=lambda r: progress.update(tasks[r.scenario], completed=1.0, verdict=r.verdict),
         )
 
-    table = Table(title=f"kconform chaos on {target} ({duration} each)")
+    show_results(results, f"kconform chaos on {target} ({duration} each)", console)
+    console.print(f"run directory: {out} (chaos.json, traces/, replay/)")
+    if any(r.verdict != "pass" for r in results):
+        raise SystemExit(1)
+
+
+def replay(directory: Path, names, console) -> None:
+    """The checkers again on a run's records: the live run's table and exit code, or exit code 2 with
+    what is wrong with the records."""
+    from ..chaos.replay import ReplayError, load_records
+    from ..chaos.runner import judge
+
+    try:
+        records = load_records(directory)
+    except ReplayError as exc:
+        raise click.BadParameter(str(exc), param_hint="--replay") from None
+    recorded = [r.scenario.name for r in records]
+    unknown = [n for n in names if n not in recorded]
+    if unknown:
+        raise click.BadParameter(
+            f"{', '.join(unknown)} not recorded in {directory}; it holds {', '.join(recorded)}",
+            param_hint="--scenario",
+        )
+    results = [judge(r) for r in records if not names or r.scenario.name in names]
+    first = records[0]
+    show_results(results, f"kconform chaos on {first.target} ({first.duration:g}s each), replayed", console)
+    console.print(f"replayed from: {directory}")
+    if any(r.verdict != "pass" for r in results):
+        raise SystemExit(1)
+
+
+def show_results(results, title: str, console) -> None:
+    """The verdict table, then what broke, what was allowed and why, and runs that prove nothing."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
     table.add_column("scenario", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for column in ("ok/fail/info", "felt as", "violations", "allowed, measured"):
@@ -123,16 +171,16 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
             ", ".join(f"{k} {n}" for k, n in r.measured.items()) or "-",
         )
     Console().print(table)
-    console.print(f"run directory: {out} (chaos.json, traces/)")
     for r in results:
         if r.error:
             console.print(f"[red]{r.scenario}: {r.error}[/red]")
         for v in r.violations:
-            console.print(f"[red]{r.scenario}: {v.anomaly} x{v.count}: {v.detail}[/red]")
+            console.print(f"[red]{r.scenario}: {v.anomaly} x{v.count}: {v.detail} ({v.reason})[/red]")
+        for v in r.verdicts:
+            if v.allowed and v.count:
+                console.print(f"{r.scenario}: {v.anomaly} x{v.count} {v.reason}")
         if r.verdict in ("faults-did-not-bite", "faults-not-applied", "no-progress"):
             console.print(
                 f"[yellow]{r.scenario}: {r.verdict}: the run proves nothing (a longer --duration "
                 f"gives the faults more chances)[/yellow]"
             )
-    if any(r.verdict != "pass" for r in results):
-        raise SystemExit(1)

@@ -100,7 +100,7 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     runner = CliRunner()
     for args, message in [
         (["chaos", "--scenario", "nope"], "unknown scenario"),
-        (["chaos", "--target", "docker"], "reference or rdkafka-mock"),
+        (["chaos", "--target", "docker"], "reference[:N] or rdkafka-mock"),
         (["chaos", "--duration", "1s"], "at least 4s"),
         (["chaos", "--target", "rdkafka-mock", "--scenario", "broker-freeze"], "do not run on rdkafka-mock"),
     ]:

@@ -17,7 +17,7 @@ from kconform.harness.chaos.runner import run_scenario
 from kconform.harness.chaos.scenarios import load_catalogue
 from kconform.harness.chaos.topology import ProxiedCluster
 from kconform.harness.checkers import History, Poll, Send, WorkloadSettings, check_history
-from kconform.harness.checkers.history import Assignment, Commit, Watermark
+from kconform.harness.checkers.history import FINAL_READ, Assignment, Commit, LeaderChange, Watermark
 from kconform.harness.checkers.promises import (
     ANOMALIES,
     Promise,
@@ -170,6 +170,48 @@ def hw_ahead_of_isr() -> History:
     return h
 
 
+def leader_change(h: History, epoch: int, unclean: bool = False) -> None:
+    op = h.add(5000, "info", [], note="leader change")
+    h.leader_changes.append(LeaderChange(op.index, P, 2, epoch, unclean=unclean))
+
+
+def final_read(h: History, records) -> None:
+    h.add(1000, "invoke", [])
+    h.add(1000, "ok", [Poll({P: tuple(records)})], note=FINAL_READ)
+
+
+def lost_in_a_leader_change(unclean: bool) -> History:
+    h = written(2)  # v1 was on the old leader alone
+    leader_change(h, 2, unclean)
+    final_read(h, [(0, "v0")])
+    return h
+
+
+def vanished_read() -> History:
+    h = written(2)
+    poll(h, 9, [(0, "v0"), (1, "v1")])
+    leader_change(h, 2, unclean=True)
+    final_read(h, [(0, "v0")])
+    return h
+
+
+def hw_backwards() -> History:
+    h = written(1)
+    for hw in (5, 3):
+        h.add(9, "invoke", [])
+        h.add(9, "ok", [Poll({P: ((0, "v0"),)} if hw == 5 else {}, {P: hw})])
+    return h
+
+
+def split_brain() -> History:
+    h = History()
+    for value, broker in (("a", 1), ("b", 2)):
+        h.add(1, "invoke", [Send(P, value)])
+        h.add(1, "ok", [Send(P, value, broker - 1, broker=broker, leader_epoch=3)])
+    poll(h, 9, [(0, "a"), (1, "b")])
+    return h
+
+
 EXAMPLES = {
     "lost-write": lost_write,
     "duplicate": duplicate,
@@ -188,6 +230,11 @@ EXAMPLES = {
     "double-ownership": double_ownership,
     "committed-offset-backwards": committed_offset_backwards,
     "hw-ahead-of-isr": hw_ahead_of_isr,
+    "lost-write-leader-change": lambda: lost_in_a_leader_change(unclean=False),
+    "lost-write-unclean": lambda: lost_in_a_leader_change(unclean=True),
+    "vanished-read": vanished_read,
+    "hw-backwards": hw_backwards,
+    "split-brain": split_brain,
 }
 
 

@@ -3,7 +3,8 @@ proxy on every client, replication and controller link (embedded Toxiproxy), eac
 checkers. A scenario passes only when its promise held, every fault was applied and the faults were
 felt (its ``bites`` counter moved: ISR shrinks and leader changes as Metadata showed them, client
 retries, slower operations). The two scenarios whose settings allow loss must lose acknowledged
-writes, and the loss is reported as allowed, not hidden."""
+writes, and the loss is reported as allowed, not hidden, by the name of what lost it (a clean leader
+change, an unclean election) with a verdict that names the setting allowing it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.peer]
 
 CATALOGUE = load_catalogue(name="replication")
 DURATION = 10.0
-LOSSY = ("acks1-leader-isolated", "unclean-election-full-isr-loss")
+# The scenarios whose settings allow loss, with the name their loss goes by (lost across a clean leader
+# change, or an unclean election: checkers.failover) and the setting its verdict names.
+LOSSY = {
+    "acks1-leader-isolated": "lost-write-leader-change",
+    "unclean-election-full-isr-loss": "lost-write-unclean",
+}
+SETTING = {
+    "acks1-leader-isolated": "acks=1",
+    "unclean-election-full-isr-loss": "unclean.leader.election.enable=true",
+}
 
 
 def run(name: str):
@@ -42,5 +52,7 @@ def test_replication_scenario_on_a_three_broker_cluster(name):
     for anomaly in CATALOGUE[name].forbids:  # what the promise rules out was checked, and not found
         assert not by_anomaly[anomaly].allowed and by_anomaly[anomaly].count == 0, (anomaly, explained)
     if name in LOSSY:  # Kafka allows this loss under these settings: it happened, and is called allowed
-        assert by_anomaly["lost-write"].count > 0 and by_anomaly["lost-write"].allowed, explained
+        lost = by_anomaly[LOSSY[name]]
+        assert lost.count > 0 and lost.allowed, explained
+        assert SETTING[name] in lost.reason, lost.reason  # the verdict names the setting that allows it
         assert result.stats.get("truncations", 0) > 0, explained
