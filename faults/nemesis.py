@@ -83,13 +83,15 @@ class ClusterDriver(Protocol):
 
 
 class ToxiproxyDriver:
-    """Network faults through toxiproxy-python, against any Toxiproxy-compatible server."""
+    """Network faults through toxiproxy-python, against any Toxiproxy-compatible server. ``links``
+    limits ``*`` to one cluster's proxies (default: every proxy on the server)."""
 
-    def __init__(self, client) -> None:
+    def __init__(self, client, links: list[str] | None = None) -> None:
         self.client = client
+        self._links = None if links is None else list(links)
 
     def links(self) -> list[str]:
-        return sorted(self.client.proxies())
+        return sorted(self.client.proxies()) if self._links is None else list(self._links)
 
     def add_toxic(self, link, name, type, stream, attributes) -> None:
         self.client.get_proxy(link).add_toxic(

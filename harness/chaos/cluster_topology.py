@@ -27,7 +27,7 @@ from kconform.faults.nemesis import ToxiproxyDriver
 from kconform.faults.schedule import Step
 
 from ..client.raw import RawClient
-from .topology import free_port
+from .topology import destroy_proxies, free_port, fresh_proxy
 
 __all__ = ["CHAOS_CLUSTER_SETTINGS", "PartitionState", "ProxiedReferenceCluster"]
 
@@ -59,15 +59,6 @@ class PartitionState(tuple):
     epoch = property(lambda self: self[1])
     replicas = property(lambda self: self[2])
     isr = property(lambda self: self[3])
-
-
-class _Links(ToxiproxyDriver):
-    def __init__(self, client, names: list[str]) -> None:
-        super().__init__(client)
-        self._names = names
-
-    def links(self) -> list[str]:
-        return list(self._names)
 
 
 class _Processes:
@@ -168,11 +159,7 @@ class ProxiedReferenceCluster:
         }
 
     def _proxy(self, link: str, upstream: str) -> None:
-        name = f"{self.prefix}-{link}"
-        stale = self.toxiproxy.get_proxy(name)
-        if stale is not None:  # left by a run that did not finish
-            stale.destroy()
-        self.proxies[link] = self.toxiproxy.create(upstream=upstream, name=name, listen=f"{self.host}:0")
+        self.proxies[link] = fresh_proxy(self.toxiproxy, f"{self.prefix}-{link}", upstream, self.host)
 
     def address(self, link: str) -> str:
         host, _, port = self.proxies[link].listen.rpartition(":")
@@ -190,12 +177,7 @@ class ProxiedReferenceCluster:
                     pass
             self.cluster.stop()
             self.cluster = None
-        for proxy in self.proxies.values():
-            try:
-                proxy.destroy()
-            except Exception:  # noqa: BLE001 - the server may be gone already; nothing is left to undo
-                pass
-        self.proxies.clear()
+        destroy_proxies(self.proxies)
         if self._owned_dir is not None:
             shutil.rmtree(self._owned_dir, ignore_errors=True)
             self._owned_dir = None
@@ -218,7 +200,7 @@ class ProxiedReferenceCluster:
 
     @property
     def network(self) -> ToxiproxyDriver:
-        return _Links(self.toxiproxy, [f"{self.prefix}-{link}" for link in sorted(self.proxies)])
+        return ToxiproxyDriver(self.toxiproxy, [f"{self.prefix}-{link}" for link in sorted(self.proxies)])
 
     @property
     def processes(self) -> _Processes:

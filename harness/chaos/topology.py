@@ -19,7 +19,7 @@ from kconform.faults.nemesis import ToxiproxyDriver
 from ..targets.mock import RdkafkaMockTarget
 from ..targets.reference import ReferenceTarget
 
-__all__ = ["ProxiedCluster", "free_port"]
+__all__ = ["ProxiedCluster", "destroy_proxies", "free_port", "fresh_proxy"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -28,13 +28,22 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-class _Links(ToxiproxyDriver):
-    def __init__(self, client, names: list[str]) -> None:
-        super().__init__(client)
-        self._names = names
+def fresh_proxy(toxiproxy, name: str, upstream: str, host: str):
+    """A new proxy on any free port of ``host``; one of that name left by a run that did not finish
+    is destroyed first."""
+    stale = toxiproxy.get_proxy(name)
+    if stale is not None:
+        stale.destroy()
+    return toxiproxy.create(upstream=upstream, name=name, listen=f"{host}:0")
 
-    def links(self) -> list[str]:
-        return list(self._names)
+
+def destroy_proxies(proxies: dict) -> None:
+    for proxy in proxies.values():
+        try:
+            proxy.destroy()
+        except Exception:  # noqa: BLE001 - the server may be gone already; nothing is left to undo
+            pass
+    proxies.clear()
 
 
 class _ReferenceProcesses:
@@ -106,11 +115,7 @@ class ProxiedCluster:
 
     def _proxy(self, node_id: int, upstream: str) -> tuple[str, int]:
         name = f"{self.prefix}-broker-{node_id}"
-        stale = self.toxiproxy.get_proxy(name)
-        if stale is not None:  # left by a run that did not finish
-            stale.destroy()
-        proxy = self.toxiproxy.create(upstream=upstream, name=name, listen=f"{self.host}:0")
-        self.proxies[name] = proxy
+        proxy = self.proxies[name] = fresh_proxy(self.toxiproxy, name, upstream, self.host)
         host, _, port = proxy.listen.rpartition(":")
         return host or self.host, int(port)
 
@@ -135,12 +140,7 @@ class ProxiedCluster:
             self.target.advertise(node_id, *listen)
 
     def stop(self) -> None:
-        for proxy in self.proxies.values():
-            try:
-                proxy.destroy()
-            except Exception:  # noqa: BLE001 - the server may be gone already; nothing is left to undo
-                pass
-        self.proxies.clear()
+        destroy_proxies(self.proxies)
         if self.target is not None:
             self.target.stop()
             self.target = None
@@ -168,7 +168,7 @@ class ProxiedCluster:
 
     @property
     def network(self) -> ToxiproxyDriver:
-        return _Links(self.toxiproxy, sorted(self.proxies))
+        return ToxiproxyDriver(self.toxiproxy, sorted(self.proxies))
 
     @property
     def processes(self) -> _ReferenceProcesses | None:

@@ -60,15 +60,6 @@ def connect_toxiproxy(url: str) -> Any | None:
         return None
 
 
-class _Links(ToxiproxyDriver):
-    def __init__(self, client, names: list[str]) -> None:
-        super().__init__(client)
-        self._names = names
-
-    def links(self) -> list[str]:
-        return list(self._names)
-
-
 class _Processes:
     """The nemesis's ProcessDriver: node ids as strings ("0" and "controller" are the controller)."""
 
@@ -333,7 +324,7 @@ class DockerClusterTarget(DockerTarget):
     @property
     def network(self) -> ToxiproxyDriver:
         self._started()
-        return _Links(self.toxiproxy, self.links())
+        return ToxiproxyDriver(self.toxiproxy, self.links())
 
     # ---- what the harness asks ------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ three-broker reference cluster, through confluent-kafka (librdkafka):
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 
@@ -21,11 +20,10 @@ import pytest
 
 from kconform.reference_broker.cluster_processes import start_cluster
 
-from .test_failover import admin, describe, wait_for
+from .test_failover import CLIENT, admin, describe, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.peer]
 
-CLIENT = {"logger": logging.getLogger("kconform.cluster.rdkafka")}
 FAST = {
     "broker.session.timeout.ms": "2000",
     "broker.heartbeat.interval.ms": "300",
