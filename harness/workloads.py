@@ -10,7 +10,9 @@ links and nodes, and write down everything as a history (``checkers.history``) f
   links fail; each settled assignment (member, generation, partitions), each poll and each acknowledged
   commit is written down, a poll after a reassignment noted as such (it may go back to a committed offset).
 - ``final_read``: after the faults end, every record of every partition read straight from the leaders,
-  one poll per partition, so the checkers see the whole log (read_committed or not)."""
+  one poll per partition, so the checkers see the whole log (read_committed or not).
+- ``replica_reads``: then each follower's own log below its high watermark, to hold against the
+  leader's."""
 
 from __future__ import annotations
 
@@ -24,15 +26,16 @@ from collections.abc import Callable
 from kconform.codecs import DecodeError
 from kconform.codecs.records import iter_batches
 
-from .checkers.history import Assignment, Commit, History, Poll, Send
+from .checkers.history import Assignment, Commit, History, Poll, ReplicaRead, Send
 from .client.errors import BrokerError, ClientError, DeliveryTimedOut, RequestTimedOut
 from .client.network import NetworkClient
 from .client.producer import Producer
 from .client.requests import single_partition_fetch
 
-__all__ = ["final_read", "group_consume", "produce", "transactions"]
+__all__ = ["final_read", "group_consume", "produce", "replica_reads", "transactions"]
 
 _UNKNOWN = (DeliveryTimedOut, RequestTimedOut, TimeoutError)
+REPLICA_READER = 1001  # the process replica reads are written down as
 
 
 async def produce(
@@ -87,7 +90,9 @@ async def _one_send(history: History, producer: Producer, process: int, topic: s
         history.add(process, "fail", [Send(tp, value)], time_ns=time.time_ns())
         return
     offset = metadata.offset if metadata.offset >= 0 else None  # acks=0: no offset comes back
-    history.add(process, "ok", [Send(tp, value, offset)], time_ns=time.time_ns())
+    broker = metadata.broker if metadata.broker >= 0 else None
+    epoch = metadata.leader_epoch if metadata.leader_epoch >= 0 else None
+    history.add(process, "ok", [Send(tp, value, offset, broker, epoch)], time_ns=time.time_ns())
 
 
 async def transactions(
@@ -208,6 +213,10 @@ async def group_consume(
         "max.poll.records": 100,
         **(settings or {}),
     }
+    if str(config.get("group.protocol", "classic")).lower() == "consumer":
+        # KIP-848: the broker sets the session and heartbeat (group.consumer.*), not the member
+        for classic in ("heartbeat.interval.ms", "session.timeout.ms"):
+            config.pop(classic)
 
     class Recorder(ConsumerRebalanceListener):
         def __init__(self, consumer_ref: list, process: int) -> None:
@@ -251,7 +260,7 @@ async def group_consume(
                 history.add(
                     process,
                     "ok",
-                    [Poll({tp: tuple(rs) for tp, rs in read.items()})],
+                    [Poll({tp: tuple(rs) for tp, rs in read.items()}, high_watermarks(consumer))],
                     time_ns=time.time_ns(),
                     note=note,
                 )
@@ -274,6 +283,12 @@ async def group_consume(
     await asyncio.gather(*(member(first_process + m) for m in range(members)))
 
 
+def high_watermarks(consumer) -> dict:
+    """Each assigned partition's high watermark as the consumer's last Fetch answered it."""
+    assigned = consumer.subscriptions.assignment
+    return {tuple(tp): state.high_watermark for tp, state in assigned.items() if state.high_watermark >= 0}
+
+
 async def final_read(
     history: History,
     bootstrap: str,
@@ -289,41 +304,81 @@ async def final_read(
     try:
         await client.wait_for_topic(topic, timeout)
         for partition in range(partitions):
-            records: list[tuple[int, object]] = []
-            offset = 0
-            while True:
-                leader = client.metadata.leader_for(topic, partition)
-                conn = await client.connection(leader)
-                request = single_partition_fetch(topic, partition, offset, read_committed=read_committed)
-                data = (
-                    (await conn.send(1, request, version=conn.version_for(1, cap=12)))
-                    .responses[0]
-                    .partitions[0]
-                )
-                if data.error_code:
-                    raise BrokerError(data.error_code, f"final read of {topic}-{partition}")
-                # Kafka's read_committed rule (FetchCollector): a producer's transactional batches are
-                # skipped from the first offset of one of its aborted transactions to its abort marker.
-                pending = sorted((a.first_offset, a.producer_id) for a in data.aborted_transactions or [])
-                aborting: set[int] = set()
-                end = data.high_watermark
-                if read_committed and data.last_stable_offset >= 0:
-                    end = data.last_stable_offset
-                got_any = False
-                for batch in iter_batches(bytes(data.records or b"")):
-                    got_any = True
-                    offset = max(offset, batch.next_offset)
-                    while pending and pending[0][0] <= batch.last_offset:
-                        aborting.add(heapq.heappop(pending)[1])
-                    if batch.is_control:
-                        aborting.discard(batch.producer_id)
-                        continue
-                    if read_committed and batch.is_transactional and batch.producer_id in aborting:
-                        continue
-                    records += [(r.offset, bytes(r.value)) for r in batch.records if r.offset < end]
-                if not got_any or offset >= end:
-                    break
+
+            async def leader_connection(partition=partition):
+                return await client.connection(client.metadata.leader_for(topic, partition))
+
+            records, _ = await _read_log(leader_connection, topic, partition, read_committed=read_committed)
             history.add(process, "invoke", [])
             history.add(process, "ok", [Poll({(topic, partition): tuple(records)})], note="final read")
     finally:
         await client.close()
+
+
+async def replica_reads(
+    history: History, bootstrap: str, topic: str, partitions: int, *, timeout: float = 30.0
+) -> None:
+    """Each follower's own log of each partition below its high watermark (Fetch v11+ without a rack:
+    a follower answers consumers from its log, as Kafka's ReplicaManager does once the request carries
+    client metadata), written down as ``ReplicaRead``s. A replica that cannot answer is left out."""
+    client = NetworkClient(bootstrap)
+    try:
+        await client.wait_for_topic(topic, timeout)
+        for partition in range(partitions):
+            info = client.metadata.topics[topic].partitions[partition]
+            for broker in info.replicas:
+                if broker == info.leader:
+                    continue
+
+                async def replica_connection(broker=broker):
+                    return await client.connection(broker)
+
+                try:
+                    records, high_watermark = await _read_log(
+                        replica_connection, topic, partition, read_committed=False, floor=11
+                    )
+                except (ClientError, DecodeError, OSError):
+                    continue  # down, or answering nothing a consumer may read
+                op = history.add(REPLICA_READER, "info", [], time_ns=time.time_ns(), note="replica read")
+                history.replica_reads.append(
+                    ReplicaRead(op.index, (topic, partition), broker, high_watermark, tuple(records))
+                )
+    finally:
+        await client.close()
+
+
+async def _read_log(
+    connect, topic: str, partition: int, *, read_committed: bool, floor: int | None = None
+) -> tuple[list[tuple[int, object]], int]:
+    """Every data record of one partition from offset 0 to the end the broker serves (its high
+    watermark, or last stable offset read_committed), and that end."""
+    records: list[tuple[int, object]] = []
+    offset = 0
+    while True:
+        conn = await connect()
+        request = single_partition_fetch(topic, partition, offset, read_committed=read_committed)
+        version = conn.version_for(1, cap=12, floor=floor)
+        data = (await conn.send(1, request, version=version)).responses[0].partitions[0]
+        if data.error_code:
+            raise BrokerError(data.error_code, f"a complete read of {topic}-{partition}")
+        # Kafka's read_committed rule (FetchCollector): a producer's transactional batches are
+        # skipped from the first offset of one of its aborted transactions to its abort marker.
+        pending = sorted((a.first_offset, a.producer_id) for a in data.aborted_transactions or [])
+        aborting: set[int] = set()
+        end = data.high_watermark
+        if read_committed and data.last_stable_offset >= 0:
+            end = data.last_stable_offset
+        got_any = False
+        for batch in iter_batches(bytes(data.records or b"")):
+            got_any = True
+            offset = max(offset, batch.next_offset)
+            while pending and pending[0][0] <= batch.last_offset:
+                aborting.add(heapq.heappop(pending)[1])
+            if batch.is_control:
+                aborting.discard(batch.producer_id)
+                continue
+            if read_committed and batch.is_transactional and batch.producer_id in aborting:
+                continue
+            records += [(r.offset, bytes(r.value)) for r in batch.records if r.offset < end]
+        if not got_any or offset >= end:
+            return records, end

@@ -27,6 +27,7 @@ from kconform.faults.nemesis import ToxiproxyDriver
 from kconform.faults.schedule import Step
 
 from ..client.raw import RawClient
+from .cluster_observer import freshest
 from .topology import destroy_proxies, free_port, fresh_proxy
 
 __all__ = ["CHAOS_CLUSTER_SETTINGS", "PartitionState", "ProxiedReferenceCluster"]
@@ -120,7 +121,18 @@ class ProxiedReferenceCluster:
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> ProxiedReferenceCluster:
+    def start(self, attempts: int = 3) -> ProxiedReferenceCluster:
+        """Start the cluster behind its proxies. A port chosen free can be taken (by a proxy's own
+        listener, or another process) before the node binds it: then start again on fresh ports."""
+        for _ in range(attempts - 1):
+            try:
+                return self._start()
+            except RuntimeError as exc:
+                if "address already in use" not in str(exc):
+                    raise
+        return self._start()  # the last attempt: its error is the caller's
+
+    def _start(self) -> ProxiedReferenceCluster:
         from kconform.reference_broker.cluster_processes import CONTROLLER_ID, start_cluster
 
         try:
@@ -319,8 +331,13 @@ class ProxiedReferenceCluster:
         return state
 
     def topic_state(self) -> dict[int, PartitionState]:
-        """Each partition's freshest state any broker reports (the highest leader epoch); the brokers
-        are asked at once, so a frozen one costs one timeout, not one per partition."""
+        """Each partition's freshest state any broker reports (the highest leader epoch)."""
+        return freshest(self.topic_views())
+
+    def topic_views(self) -> dict[int, dict[int, PartitionState]]:
+        """Broker -> each partition's state as that broker's Metadata answers it (a broker that does not
+        answer is left out). The brokers are asked at once, so a frozen one costs one timeout, not one
+        per partition."""
         if self.topic is None:
             raise LinkSelectorError("no topic yet: roles name partitions of the workload's topic")
         request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)])
@@ -334,17 +351,19 @@ class ProxiedReferenceCluster:
         async def every():
             return await asyncio.gather(*(one(b) for b in self.broker_ids))
 
-        best: dict[int, PartitionState] = {}
-        for response in asyncio.run(every()):
-            for topic in [] if response is None else response.topics:
+        views: dict[int, dict[int, PartitionState]] = {}
+        for broker, response in zip(self.broker_ids, asyncio.run(every()), strict=True):
+            if response is None:
+                continue
+            view = views[broker] = {}
+            for topic in response.topics:
                 for p in topic.partitions:
-                    if p.error_code not in (0, 9):  # 9: REPLICA_NOT_AVAILABLE still names the leader
+                    # 9: REPLICA_NOT_AVAILABLE still names the leader; 5: LEADER_NOT_AVAILABLE, leaderless
+                    if p.error_code not in (0, 5, 9):
                         continue
                     state = PartitionState(p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes)
-                    known = best.get(p.partition_index)
-                    if known is None or state.epoch > known.epoch:
-                        best[p.partition_index] = state
-        return best
+                    view[p.partition_index] = state
+        return views
 
     def _ask(self, api_key: int, version: int, body) -> Any:
         last: Exception | None = None

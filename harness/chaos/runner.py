@@ -8,9 +8,11 @@ active when the operation began and the scenario's verdict. Each fault start and
 
 Every run also leaves its record (``replay``: history, fault log, scenario and settings) in
 ``<run directory>/replay/<scenario>/``, and ``judge`` turns a record into the result, so a replay of the
-record gives the verdicts the live run gave. On a replicated cluster the observer's leader changes go
-into the history as bookkeeping (``LeaderChangeLog``), for the checks that tell a failover's losses
-from a bug's."""
+record gives the verdicts the live run gave. On a replicated cluster the observer's leader changes and
+each broker's own view of the partitions go into the history as bookkeeping (``ObserverLog``), for the
+checks that tell a failover's losses from a bug's and catch a stale leader; after the complete read each
+follower's log is read too (``replica_reads``), and the fault log's replication cuts are written down
+for the ISR check."""
 
 from __future__ import annotations
 
@@ -29,22 +31,33 @@ from kconform.traces import TraceRow, TraceWriter
 
 from ..checkers import History, check_history
 from ..checkers.excerpt import excerpt
-from ..checkers.history import LeaderChange
+from ..checkers.history import BrokerView, LeaderChange
 from ..checkers.promises import WorkloadSettings, allowed_anomalies, verdict_reasons
 from ..checkers.report import Verdict
-from ..workloads import final_read, group_consume, produce, transactions
-from .cluster_observer import ClusterObserver, StateChange, count_truncations
+from ..workloads import final_read, group_consume, produce, replica_reads, transactions
+from .cluster_observer import BrokerViewChange, ClusterObserver, StateChange, count_truncations
 from .replay import RunRecord, record_directory, write_record
+from .replication_cuts import replication_cuts
 from .scenarios import Scenario
 from .topology import ProxiedCluster
 
-__all__ = ["LeaderChangeLog", "ScenarioResult", "judge", "run_scenario"]
+__all__ = ["ObserverLog", "ScenarioResult", "judge", "run_scenario"]
 
 PARTITIONS = 3
 OBSERVER = 5000  # the process the cluster observer's bookkeeping ops are written as
 LEADER_CHANGE = "leader change"
+BROKER_VIEW = "broker view"
 _OUTCOME = {"ok": "pass", "fail": "error", "info": "timeout"}
-_BOOKKEEPING = ("assignment", "commit", "final read", "watermark", LEADER_CHANGE)  # not client operations
+_BOOKKEEPING = (  # not client operations
+    "assignment",
+    "commit",
+    "final read",
+    "replica read",
+    "watermark",
+    LEADER_CHANGE,
+    BROKER_VIEW,
+)
+KAFKA_REPLICA_LAG_TIME_MAX_MS = 30_000
 
 
 @dataclass
@@ -176,9 +189,9 @@ async def run_scenario(
         mock=cluster.mock,
         cluster=driver,
     )
-    observer = ClusterObserver(driver.topic_state) if driver is not None else None
+    observer = ClusterObserver(driver.topic_views) if driver is not None else None
     started_ns = time.time_ns()
-    leader_changes = LeaderChangeLog(history, topic, started_ns)
+    observed = ObserverLog(history, topic, started_ns)
 
     async def workload() -> None:
         if scenario.workload == "produce":
@@ -243,10 +256,10 @@ async def run_scenario(
     try:
         watching = []
         if observer is not None:
-            watching = [observer.run(duration), leader_changes.follow(observer.timeline, duration)]
+            watching = [observer.run(duration), observed.follow(observer, duration)]
         await asyncio.gather(nemesis.run(duration), workload(), *watching)
         if observer is not None:
-            leader_changes.catch_up(observer.timeline)
+            observed.catch_up(observer)
         await final_read(
             history,
             bootstrap,
@@ -254,13 +267,20 @@ async def run_scenario(
             PARTITIONS,
             read_committed=scenario.workload == "transactions",
         )
+        if driver is not None:
+            await replica_reads(history, bootstrap, topic, PARTITIONS)
     except Exception as exc:  # noqa: BLE001 - a run that breaks is reported as such, with what it saw
         error = f"{type(exc).__name__}: {exc}"
     finally:
         ticker.cancel()
         if observer is not None:  # what it saw before the run broke off, if it did
-            leader_changes.catch_up(observer.timeline)
+            observed.catch_up(observer)
     stats.update(slowdown(history, nemesis.log, started_ns))
+    if driver is not None:
+        lag = int(
+            getattr(cluster, "overrides", {}).get("replica.lag.time.max.ms", KAFKA_REPLICA_LAG_TIME_MAX_MS)
+        )
+        history.replication_cuts += replication_cuts(nemesis.log, started_ns, lag, duration)
     if observer is not None:  # what the cluster showed: ISR shrinks, leader changes, truncations
         stats.update(observer.counts)
         stats["truncations"] = count_truncations(cluster.broker_output())
@@ -308,17 +328,23 @@ def judge(record: RunRecord) -> ScenarioResult:
     )
 
 
-class LeaderChangeLog:
-    """Writes the observer's leader changes of the workload's topic into the history as they are seen:
-    a bookkeeping op (note "leader change") and a ``LeaderChange``, unclean when the new leader was not
-    in the ISR the partition had before."""
+class ObserverLog:
+    """Writes what the cluster observer saw of the workload's topic into the history as it is seen:
+    each leader change (a bookkeeping op noted "leader change" and a ``LeaderChange``, unclean when the
+    new leader was not in the ISR the partition had before) and each change in one broker's own answer
+    (noted "broker view", a ``BrokerView``)."""
 
     def __init__(self, history: History, topic: str, started_ns: int) -> None:
         self.history, self.topic, self.started_ns = history, topic, started_ns
         self.taken = 0  # timeline entries already read
+        self.views_taken = 0
         self.isr: dict[int, tuple[int, ...]] = {}  # partition -> its ISR in the last sample
 
-    def catch_up(self, timeline: Sequence[StateChange]) -> None:
+    def catch_up(self, observer: ClusterObserver) -> None:
+        self.take_timeline(observer.timeline)
+        self.take_views(observer.views)
+
+    def take_timeline(self, timeline: Sequence[StateChange]) -> None:
         for change in timeline[self.taken :]:
             before = self.isr.get(change.partition)
             if "leader-changes" in change.events:
@@ -334,11 +360,21 @@ class LeaderChangeLog:
                 self.isr[change.partition] = change.isr
         self.taken = len(timeline)
 
-    async def follow(self, timeline: Sequence[StateChange], seconds: float, every: float = 0.1) -> None:
+    def take_views(self, views: Sequence[BrokerViewChange]) -> None:
+        for view in views[self.views_taken :]:
+            at_ns = self.started_ns + int(view.at * 1e9)
+            op = self.history.add(OBSERVER, "info", [], time_ns=at_ns, note=BROKER_VIEW)
+            partition = (self.topic, view.partition)
+            self.history.broker_views.append(
+                BrokerView(op.index, partition, view.broker, view.leader, view.epoch, view.isr, at_ns)
+            )
+        self.views_taken = len(views)
+
+    async def follow(self, observer: ClusterObserver, seconds: float, every: float = 0.1) -> None:
         """Catch up every ``every`` seconds for ``seconds``, so changes land near the ops they touched."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            self.catch_up(timeline)
+            self.catch_up(observer)
             await asyncio.sleep(every)
 
 

@@ -24,7 +24,15 @@ without them stays valid and those checks stay quiet or coarser:
 - ``LeaderChange`` with its bookkeeping op (note "leader change") whenever a client sees a partition's
   leader epoch move, ``unclean`` when the new leader was not in the ISR it had before. The chaos runner
   writes these from its cluster observer on replicated clusters.
-- ``Op.note`` "seek", "reset" or "rebalance" on a poll that starts again from another position."""
+- ``Op.note`` "seek", "reset" or "rebalance" on a poll that starts again from another position.
+- ``BrokerView``: what one broker's Metadata said of a partition (leader, epoch, ISR), written when it
+  changes: a broker acknowledging a write after it named another leader in a newer epoch is a stale
+  leader; a replica the views keep in the ISR through a long ``ReplicationCut`` was never dropped.
+- ``ReplicaRead``: after the faults, one replica's own log of a partition below its high watermark
+  (Fetch v11+ answered by a follower): committed records are the same on every replica.
+- ``ReplicationCut``: a stretch in which a follower could not fetch from a broker (its replication link
+  cut, or its process down), with the ``replica.lag.time.max.ms`` the cluster ran with. The chaos runner
+  writes these from its fault log."""
 
 from __future__ import annotations
 
@@ -36,9 +44,12 @@ __all__ = [
     "Assignment",
     "Commit",
     "History",
+    "BrokerView",
     "LeaderChange",
     "Op",
     "Poll",
+    "ReplicaRead",
+    "ReplicationCut",
     "Send",
     "Watermark",
 ]
@@ -123,6 +134,41 @@ class LeaderChange:
     unclean: bool | None = None  # elected from outside the ISR it had before (None: not known)
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerView:
+    """Broker ``broker``'s Metadata answer for ``partition`` from ``time_ns`` until its next view."""
+
+    op: int
+    partition: Partition
+    broker: int
+    leader: int
+    epoch: int
+    isr: tuple[int, ...]
+    time_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRead:
+    """Every record of ``partition`` below ``high_watermark`` in replica ``broker``'s own log."""
+
+    op: int
+    partition: Partition
+    broker: int
+    high_watermark: int
+    records: tuple[tuple[int, object], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationCut:
+    """Follower ``follower`` could not fetch from broker ``leader`` (-1: from any) in the stretch."""
+
+    follower: int
+    leader: int
+    start_ns: int
+    end_ns: int
+    lag_time_max_ms: int  # the cluster's replica.lag.time.max.ms
+
+
 @dataclass
 class History:
     ops: list[Op] = field(default_factory=list)
@@ -130,6 +176,9 @@ class History:
     commits: list[Commit] = field(default_factory=list)
     watermarks: list[Watermark] = field(default_factory=list)
     leader_changes: list[LeaderChange] = field(default_factory=list)
+    broker_views: list[BrokerView] = field(default_factory=list)
+    replica_reads: list[ReplicaRead] = field(default_factory=list)
+    replication_cuts: list[ReplicationCut] = field(default_factory=list)
 
     def add(self, process: int, type: str, mops: Iterable[Send | Poll], **kw) -> Op:
         op = Op(len(self.ops), process, type, tuple(mops), **kw)

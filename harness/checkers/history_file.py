@@ -10,7 +10,8 @@ before it, so a file cut short at a line boundary is caught as surely as one cut
   ``transactional`` and ``note`` when set. A send is ``{"send": ["t", 0], "value": V}`` with ``offset``,
   ``broker`` and ``leader_epoch`` when known; a poll is ``{"poll": [[["t", 0], [[offset, V], ...]], ...]}``
   with ``high_watermarks`` (``[[["t", 0], 12], ...]``) when known.
-- ``{"kind": "assignment" | "commit" | "watermark" | "leader-change", ...}``: their fields by name.
+- ``{"kind": "assignment" | "commit" | "watermark" | "leader-change" | "broker-view" | "replica-read" |
+  "replication-cut", ...}``: their fields by name (a replica read's records as ``[[offset, V], ...]``).
 
 Values keep their type: a JSON string is a str, ``{"b": "text"}`` bytes that are UTF-8, ``{"x": "hex"}``
 other bytes; numbers, booleans and null as themselves. Anything else is written as ``{"repr": ...}`` and
@@ -23,7 +24,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from typing import Any
 
-from .history import Assignment, Commit, History, LeaderChange, Op, Poll, Send, Watermark
+from .history import (
+    Assignment,
+    BrokerView,
+    Commit,
+    History,
+    LeaderChange,
+    Op,
+    Poll,
+    ReplicaRead,
+    ReplicationCut,
+    Send,
+    Watermark,
+)
 
 __all__ = ["FORMAT", "VERSION", "HistoryFileError", "history_lines", "parse_history"]
 
@@ -35,6 +48,9 @@ _BOOKKEEPING = {  # kind -> (record, History attribute)
     "commit": (Commit, "commits"),
     "watermark": (Watermark, "watermarks"),
     "leader-change": (LeaderChange, "leader_changes"),
+    "broker-view": (BrokerView, "broker_views"),
+    "replica-read": (ReplicaRead, "replica_reads"),
+    "replication-cut": (ReplicationCut, "replication_cuts"),
 }
 
 
@@ -55,7 +71,8 @@ def history_lines(history: History) -> Iterator[str]:
         yield _dump(line)
     for kind, (_, attribute) in _BOOKKEEPING.items():
         for entry in getattr(history, attribute):
-            yield _dump({"kind": kind, **{f.name: _plain(getattr(entry, f.name)) for f in fields(entry)}})
+            line = {f.name: _FIELD_WRITERS.get(f.name, _plain)(getattr(entry, f.name)) for f in fields(entry)}
+            yield _dump({"kind": kind, **line})
     yield _dump({"kind": "end", **_counts(history)})
 
 
@@ -79,7 +96,8 @@ def parse_history(lines: Iterable[str]) -> History:
             ended = _take(history, line)
         except (KeyError, TypeError, ValueError) as exc:
             raise HistoryFileError(f"line {number}: a {line.get('kind')!r} line {_why(exc)}") from None
-        if ended and (counts := _counts(history)) != {k: line.get(k) for k in counts}:
+        # an end line written before a kind of bookkeeping existed has no count of it: none
+        if ended and (counts := _counts(history)) != {k: line.get(k, 0) for k in counts}:
             raise HistoryFileError(
                 f"line {number}: the end line counts {_show(line)}, the file holds {counts}"
             )
@@ -180,7 +198,10 @@ _FIELD_READERS = {  # bookkeeping fields that JSON cannot give as they are
     "partition": _partition,
     "partitions": lambda raw: frozenset(_partition(p) for p in raw),
     "isr_log_end_offsets": lambda raw: {int(node): int(offset) for node, offset in raw},
+    "isr": lambda raw: tuple(int(node) for node in raw),
+    "records": lambda raw: tuple((int(offset), _parse_value(value)) for offset, value in raw),
 }
+_FIELD_WRITERS = {"records": lambda records: [[offset, _value(value)] for offset, value in records]}
 
 
 def _value(value: object) -> Any:
@@ -211,6 +232,9 @@ def _counts(history: History) -> dict[str, int]:
         "commits": len(history.commits),
         "watermarks": len(history.watermarks),
         "leader_changes": len(history.leader_changes),
+        "broker_views": len(history.broker_views),
+        "replica_reads": len(history.replica_reads),
+        "replication_cuts": len(history.replication_cuts),
     }
 
 

@@ -53,6 +53,9 @@ ANOMALIES = (
     "hw-ahead-of-isr",
     "hw-backwards",
     "split-brain",
+    "stale-leader-write",
+    "replica-divergence",
+    "lagging-replica-in-isr",
 )
 
 
@@ -166,6 +169,7 @@ def settings_reasons(settings: WorkloadSettings) -> dict[str, str]:
         reasons.setdefault("lost-write-unclean", f"{unclean} writes the ISR acknowledged")
         reasons["vanished-read"] = f"{unclean} records consumers already read"
         reasons["hw-backwards"] = f"{unclean} the log up to the old high watermark"
+        reasons["replica-divergence"] = f"{unclean} records other replicas hold below their high watermarks"
     if not settings.idempotence and settings.retries:
         retried = "enable.idempotence=false with retries: a retried send whose first attempt landed"
         reasons["duplicate"] = f"{retried} is written twice"
@@ -210,6 +214,12 @@ def _forbidding(anomaly: str, settings: WorkloadSettings) -> str:
         "every in-sync replica has",
         "hw-backwards": "the high watermark only grows while the leader stays",
         "split-brain": "one leader per leader epoch, whatever the settings",
+        "stale-leader-write": "a broker that knows a newer leader answers NOT_LEADER_OR_FOLLOWER, whatever "
+        "the settings",
+        "replica-divergence": "unclean election off: a follower truncates to its leader's log before it "
+        "fetches, so records below the high watermark are the same on every replica",
+        "lagging-replica-in-isr": "a follower that has not caught up for replica.lag.time.max.ms leaves "
+        "the ISR, so acks=all waits only for replicas that keep up",
         "nonmonotonic-send": "idempotence or one request in flight or no retries: sends land in order",
         "G1a": "isolation.level=read_committed with a transactional producer: aborted writes are never read",
         "unseen": "the run ends with a complete read of every partition",

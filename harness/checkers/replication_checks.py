@@ -12,6 +12,20 @@ per leader epoch.
   reading lower offsets than before is nonmonotonic-poll's finding, not this one's.
 - split-brain: two brokers acknowledged writes for, or were seen leading, one partition in one leader
   epoch. Needs ``Send.broker`` and ``Send.leader_epoch``, or ``LeaderChange`` records.
+- stale-leader-write: a broker acknowledged a write routed to it in a leader epoch when its own Metadata
+  had named another leader in a newer epoch for a while (``OBSERVER_LAG_NS``) and never itself since: a
+  broker acts on the metadata it serves (``ReplicaManager.applyDelta`` makes it a follower, whose
+  appends answer NOT_LEADER_OR_FOLLOWER). Needs ``Send.broker``, ``Send.leader_epoch`` and
+  ``BrokerView`` records.
+- replica-divergence: a replica holds, below its own high watermark, a record other than the one the
+  leader's complete read has at that offset. Records below a high watermark are on every in-sync
+  replica, and a follower truncates to its leader's log before fetching on (truncation by leader epoch,
+  KIP-101/KIP-279), so only an unclean election leaves different committed records behind. Needs
+  ``ReplicaRead`` records.
+- lagging-replica-in-isr: a follower stayed in a partition's ISR, as every broker's Metadata showed it,
+  while it could not fetch from the leader for well over ``replica.lag.time.max.ms`` (the leader drops
+  such a follower, ``Partition.maybeShrinkIsr``; the controller drops a fenced broker). Needs
+  ``ReplicationCut`` and ``BrokerView`` records.
 
 Lost acknowledged writes are classified by the leader changes between acknowledgement and read in
 ``checks`` (lost-write, lost-write-leader-change, lost-write-unclean); an offset a new leader gave a
@@ -19,13 +33,27 @@ second value is that loss or a vanished read, and reported as such."""
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 
 from .checks import Finding
-from .failover import Failovers, show_change
-from .history import FINAL_READ, History
+from .failover import OBSERVER_LAG_NS, Failovers, show_change
+from .history import FINAL_READ, BrokerView, History, Partition
 
-__all__ = ["REPLICATION_CHECKS", "hw_backwards", "split_brain", "vanished_reads"]
+__all__ = [
+    "REPLICATION_CHECKS",
+    "hw_backwards",
+    "lagging_replicas_in_isr",
+    "replica_divergence",
+    "split_brain",
+    "stale_leader_writes",
+    "vanished_reads",
+]
+
+# How long past replica.lag.time.max.ms a cut-off follower may still show in the ISR: the leader looks
+# every half lag time (ReplicaManager's isr-expiration task), then the controller commits the shrink and
+# the brokers' metadata and the observer's sampling follow.
+ISR_SHRINK_GRACE_NS = 3_000_000_000
 
 
 def vanished_reads(history: History) -> list[Finding]:
@@ -132,4 +160,127 @@ def split_brain(history: History) -> list[Finding]:
     return out
 
 
-REPLICATION_CHECKS = (vanished_reads, hw_backwards, split_brain)
+def stale_leader_writes(history: History) -> list[Finding]:
+    """Acknowledgements from a broker that had itself named a newer leader, one finding per write."""
+    views: dict[tuple[int, Partition], list[BrokerView]] = defaultdict(list)
+    for view in sorted(history.broker_views, key=lambda v: v.time_ns):
+        views[(view.broker, view.partition)].append(view)
+    times = {key: [v.time_ns for v in seen] for key, seen in views.items()}
+    out = []
+    for op in history.ops:
+        if op.type != "ok" or not op.time_ns:
+            continue
+        for send in op.sends():
+            if send.broker is None or send.leader_epoch is None:
+                continue
+            key = (send.broker, send.partition)
+            seen = views.get(key)
+            if not seen:
+                continue
+            known = bisect.bisect_right(times[key], op.time_ns - OBSERVER_LAG_NS) - 1
+            if known < 0:
+                continue
+            view = seen[known]
+            if view.leader == send.broker or view.epoch <= send.leader_epoch:
+                continue
+            # it may have led again since, seen by the observer a little after the write
+            later = bisect.bisect_right(times[key], op.time_ns + OBSERVER_LAG_NS)
+            if any(v.leader == send.broker for v in seen[known + 1 : later]):
+                continue
+            topic, number = send.partition
+            out.append(
+                Finding(
+                    "stale-leader-write",
+                    (view.op, op.index),
+                    f"{send.value!r} acknowledged by broker {send.broker} for {topic}-{number} in leader "
+                    f"epoch {send.leader_epoch}, after broker {send.broker} itself named broker "
+                    f"{view.leader} leader in epoch {view.epoch}",
+                )
+            )
+    return out
+
+
+def replica_divergence(history: History) -> list[Finding]:
+    """Each offset at which a replica's committed record differs from the leader's complete read."""
+    final = history.final_reads()
+    leader_logs = {
+        p: dict(record for poll in op.polls() for record in poll.records.get(p, ()))
+        for p, op in final.items()
+    }
+    out = []
+    for read in history.replica_reads:
+        leader_log = leader_logs.get(read.partition)
+        if leader_log is None:
+            continue
+        topic, number = read.partition
+        for offset, value in read.records:
+            theirs = leader_log.get(offset, value)
+            if offset < read.high_watermark and theirs != value:
+                out.append(
+                    Finding(
+                        "replica-divergence",
+                        tuple(sorted((read.op, final[read.partition].index))),
+                        f"{topic}-{number} offset {offset}: broker {read.broker} holds {value!r} below its "
+                        f"high watermark {read.high_watermark}; the leader's log holds {theirs!r}",
+                    )
+                )
+    return out
+
+
+def lagging_replicas_in_isr(history: History) -> list[Finding]:
+    """Per replication cut long enough to matter, each partition whose ISR kept the cut-off follower,
+    in every state the observer saw from the time it should have gone until the cut healed."""
+    timelines = _freshest_states(history.broker_views)
+    out = []
+    for cut in history.replication_cuts:
+        due = cut.start_ns + cut.lag_time_max_ms * 1_500_000 + ISR_SHRINK_GRACE_NS
+        if due >= cut.end_ns:
+            continue
+        for partition, timeline in sorted(timelines.items()):
+            times = [view.time_ns for view in timeline]
+            first = bisect.bisect_right(times, due) - 1
+            states = timeline[max(first, 0) : bisect.bisect_right(times, cut.end_ns)]
+            if first < 0 or not states:
+                continue
+            # a leaderless partition keeps its last ISR: no leader is there to drop anyone
+            kept = all(
+                cut.follower in v.isr and 0 <= v.leader != cut.follower and cut.leader in (-1, v.leader)
+                for v in states
+            )
+            if kept:
+                topic, number = partition
+                seconds = (cut.end_ns - cut.start_ns) / 1e9
+                out.append(
+                    Finding(
+                        "lagging-replica-in-isr",
+                        tuple(sorted({states[0].op, states[-1].op})),
+                        f"{topic}-{number}: broker {cut.follower} stayed in the ISR {list(states[-1].isr)} "
+                        f"of leader {states[-1].leader} through a {seconds:.1f} s replication cut, "
+                        f"replica.lag.time.max.ms={cut.lag_time_max_ms}",
+                    )
+                )
+    return out
+
+
+def _freshest_states(views: list[BrokerView]) -> dict[Partition, list[BrokerView]]:
+    """Per partition, in time order, the state with the highest leader epoch any broker reported as of
+    each view (the first broker's at a tie)."""
+    latest: dict[Partition, dict[int, BrokerView]] = defaultdict(dict)
+    out: dict[Partition, list[BrokerView]] = defaultdict(list)
+    for view in sorted(views, key=lambda v: v.time_ns):
+        latest[view.partition][view.broker] = view
+        best = max(latest[view.partition].values(), key=lambda v: (v.epoch, -v.broker))
+        out[view.partition].append(
+            BrokerView(view.op, view.partition, best.broker, best.leader, best.epoch, best.isr, view.time_ns)
+        )
+    return out
+
+
+REPLICATION_CHECKS = (
+    vanished_reads,
+    hw_backwards,
+    split_brain,
+    stale_leader_writes,
+    replica_divergence,
+    lagging_replicas_in_isr,
+)

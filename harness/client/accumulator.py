@@ -28,7 +28,9 @@ _NO_TIMESTAMP = -1
 
 @dataclass(frozen=True, slots=True)
 class RecordMetadata:
-    """What the broker said of one record: where it landed. ``offset`` is -1 with acks=0."""
+    """What the broker said of one record: where it landed. ``offset`` is -1 with acks=0. Beyond
+    KafkaProducer's fields, which broker acknowledged it and the partition's leader epoch in the
+    metadata the producer routed it by (-1 when unknown): the chaos checkers' evidence of who led."""
 
     topic: str
     partition: int
@@ -36,6 +38,8 @@ class RecordMetadata:
     timestamp: int
     serialized_key_size: int
     serialized_value_size: int
+    broker: int = -1
+    leader_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,8 @@ class BatchResult:
     base_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
+    broker: int = -1  # the node that acknowledged the batch
+    leader_epoch: int = -1  # the partition's leader epoch in the metadata the batch was routed by
 
     def offset_for(self, relative: int) -> int:
         return -1 if self.base_offset < 0 else self.base_offset + relative
@@ -94,7 +100,17 @@ class RecordFuture:
         batch = self.batch
         offset = result.offset_for(self.relative_offset)
         timestamp = result.log_append_time if result.log_append_time >= 0 else self.timestamp
-        return RecordMetadata(batch.topic, batch.partition, offset, timestamp, self.key_size, self.value_size)
+        pieces = result.pieces if isinstance(result, SplitResult) else (result,)
+        return RecordMetadata(
+            batch.topic,
+            batch.partition,
+            offset,
+            timestamp,
+            self.key_size,
+            self.value_size,
+            pieces[-1].broker,
+            pieces[-1].leader_epoch,
+        )
 
 
 class ProducerBatch:

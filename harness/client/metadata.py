@@ -58,6 +58,16 @@ class TopicInfo:
         return error_for(self.error_code).name
 
 
+def _keep_newer_epochs(partitions: dict[int, PartitionInfo], cached: dict[int, PartitionInfo]) -> None:
+    """KIP-320 (Kafka's ``Metadata.updateLatestMetadata``): a partition answered with an older leader
+    epoch than the client already knows comes from a broker behind the cluster, say a deposed leader
+    still naming itself; the client keeps what it knows."""
+    for index, answer in partitions.items():
+        known = cached.get(index)
+        if known is not None and answer.leader_epoch >= 0 and known.leader_epoch > answer.leader_epoch:
+            partitions[index] = known
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
@@ -89,6 +99,9 @@ class ClusterMetadata:
                 for p in t.partitions
             }
             topic_id = getattr(t, "topic_id", None)
+            known = previous.topics.get(t.name) if previous is not None else None
+            if known is not None and known.topic_id == topic_id:
+                _keep_newer_epochs(partitions, known.partitions)
             topics[t.name] = TopicInfo.of(t.name, t.error_code, topic_id, bool(t.is_internal), partitions)
         return cls(brokers, topics, response.cluster_id, response.controller_id)
 

@@ -233,10 +233,16 @@ class Sender:
         # v13 answers name topics by id alone: read them back with the ids this request was sent with
         # (Sender.handleProduceResponse, with the topic names taken before sending).
         names = {topic_id: topic for topic, topic_id in topic_ids.items() if topic_id is not None}
-        future.add_done_callback(lambda f: self._on_response(node, batches, f, names))
+        epochs = {(b.topic, b.partition): metadata.leader_epoch(b.topic, b.partition) for b in batches}
+        future.add_done_callback(lambda f: self._on_response(node, batches, f, names, epochs))
 
     def _on_response(
-        self, node: int, batches: list[ProducerBatch], future: asyncio.Future, names: dict | None = None
+        self,
+        node: int,
+        batches: list[ProducerBatch],
+        future: asyncio.Future,
+        names: dict | None = None,
+        epochs: dict | None = None,
     ) -> None:
         self.in_flight[node] -= 1
         self.on_wire -= len(batches)
@@ -265,7 +271,10 @@ class Sender:
                 elif part.error_code == 0 or (
                     part.error_code == _DUPLICATE_SEQUENCE_NUMBER and self.txn is not None
                 ):
-                    result = BatchResult(part.base_offset, part.log_append_time_ms, part.log_start_offset)
+                    epoch = (epochs or {}).get((batch.topic, batch.partition), -1)
+                    result = BatchResult(
+                        part.base_offset, part.log_append_time_ms, part.log_start_offset, node, epoch
+                    )
                     self._settle(batch, result, None)
                 else:
                     self._handle_error(batch, part.error_code, None, now, part.error_message)

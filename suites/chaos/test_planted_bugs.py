@@ -181,17 +181,24 @@ NO_PLANTED_BUG = {
     "G1c": "a cycle through reads needs transactions that read what others wrote; the workloads' "
     "transactions only write",
 }
-# The replication anomalies need a leader change, so no bug in one broker shows them; the cluster's
-# planted bugs are pinned at the broker in suites/reference_broker/cluster/, the checks on hand-made
-# histories in test_promises.py and suites/harness/test_replication_checks.py.
-NO_PLANTED_BUG |= {
-    anomaly: "needs a leader change: a replicated cluster, not one broker"
-    for anomaly in ("lost-write-leader-change", "lost-write-unclean", "vanished-read", "split-brain")
+# The replication anomalies need a replicated cluster: their planted bugs run on one, in the catalogue
+# scenario that shows each (test_catalogue_catches_replication_bugs.py).
+CLUSTER_COVERAGE = {
+    "lost-write-leader-change": "hw-before-isr",
+    "lagging-replica-in-isr": "isr-never-shrinks",
+    "replica-divergence": "follower-skips-truncation",
+    "lost-write-unclean": "unclean-election-without-flag",
+    "stale-leader-write": "stale-leader-accepts-writes",
 }
-NO_PLANTED_BUG["hw-backwards"] = (
-    "needs high watermarks in the history (Poll.high_watermarks), which no workload records yet"
-)
-COVERAGE = {anomaly: c.values[0].bug for c in CASES for anomaly in c.values[0].shows}
+NO_PLANTED_BUG |= {
+    "vanished-read": "needs a consumer to read from a leader in the moment before it fails with a suffix "
+    "its followers lack: a window too narrow to hit on purpose; hand-made histories in test_promises.py",
+    "split-brain": "needs the controller to hand one leader epoch to two brokers; the planted stale "
+    "leader keeps its old epoch (stale-leader-write); hand-made histories in test_replication_checks.py",
+    "hw-backwards": "needs a leader whose high watermark falls while it leads; none of the planted bugs "
+    "lowers one; hand-made histories in test_replication_checks.py",
+}
+COVERAGE = {anomaly: c.values[0].bug for c in CASES for anomaly in c.values[0].shows} | CLUSTER_COVERAGE
 
 
 def run(bug: str | None, workload: Workload) -> tuple[dict[str, int], History]:

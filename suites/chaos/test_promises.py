@@ -17,7 +17,16 @@ from kconform.harness.chaos.runner import run_scenario
 from kconform.harness.chaos.scenarios import load_catalogue
 from kconform.harness.chaos.topology import ProxiedCluster
 from kconform.harness.checkers import History, Poll, Send, WorkloadSettings, check_history
-from kconform.harness.checkers.history import FINAL_READ, Assignment, Commit, LeaderChange, Watermark
+from kconform.harness.checkers.history import (
+    FINAL_READ,
+    Assignment,
+    BrokerView,
+    Commit,
+    LeaderChange,
+    ReplicaRead,
+    ReplicationCut,
+    Watermark,
+)
 from kconform.harness.checkers.promises import (
     ANOMALIES,
     Promise,
@@ -212,6 +221,35 @@ def split_brain() -> History:
     return h
 
 
+def stale_leader_write() -> History:
+    h = History()
+    op = h.add(5000, "info", [], time_ns=1_000_000_000, note="broker view")
+    h.broker_views.append(BrokerView(op.index, P, 1, 2, 4, (2, 3), 1_000_000_000))  # broker 1 names 2
+    h.add(1, "invoke", [Send(P, "a")], time_ns=3_000_000_000)
+    h.add(1, "ok", [Send(P, "a", 0, broker=1, leader_epoch=3)], time_ns=3_000_000_000)
+    poll(h, 9, [(0, "a")])
+    return h
+
+
+def replica_divergence() -> History:
+    h = History()
+    send(h, 1, "a", 0)
+    h.add(1000, "invoke", [])
+    h.add(1000, "ok", [Poll({P: ((0, "a"),)})], note=FINAL_READ)
+    op = h.add(1001, "info", [], note="replica read")
+    h.replica_reads.append(ReplicaRead(op.index, P, 3, 1, ((0, "z"),)))
+    return h
+
+
+def lagging_replica_in_isr() -> History:
+    h = History()
+    for at in (0, 9):
+        op = h.add(5000, "info", [], time_ns=at * 1_000_000_000, note="broker view")
+        h.broker_views.append(BrokerView(op.index, P, 1, 1, 0, (1, 2), at * 1_000_000_000))
+    h.replication_cuts.append(ReplicationCut(2, 1, 0, 10_000_000_000, 1000))
+    return h
+
+
 EXAMPLES = {
     "lost-write": lost_write,
     "duplicate": duplicate,
@@ -235,6 +273,9 @@ EXAMPLES = {
     "vanished-read": vanished_read,
     "hw-backwards": hw_backwards,
     "split-brain": split_brain,
+    "stale-leader-write": stale_leader_write,
+    "replica-divergence": replica_divergence,
+    "lagging-replica-in-isr": lagging_replica_in_isr,
 }
 
 

@@ -22,7 +22,7 @@ from kconform.harness.chaos.replay import (
     record_directory,
     write_record,
 )
-from kconform.harness.chaos.runner import LeaderChangeLog, judge
+from kconform.harness.chaos.runner import ObserverLog, judge
 from kconform.harness.chaos.scenarios import load_catalogue
 from kconform.harness.checkers import History, LeaderChange, Poll, Send
 from kconform.harness.checkers.history import FINAL_READ
@@ -202,14 +202,14 @@ def test_the_observers_leader_changes_go_into_the_history_unclean_when_from_outs
         StateChange(3.0, 0, 2, 7, (2,), ("leader-changes",)),  # 2 was not in the ISR {1}: unclean
     ]
     history = History()
-    log = LeaderChangeLog(history, "t", started_ns=10**9)
-    log.catch_up(timeline)
+    log = ObserverLog(history, "t", started_ns=10**9)
+    log.take_timeline(timeline)
     timeline += [
         StateChange(4.0, 1, 3, 2, (3, 1), ()),
         StateChange(5.0, 1, 1, 3, (1,), ("leader-changes", "isr-shrinks")),  # 1 was in {3, 1}: clean
     ]
-    log.catch_up(timeline)
-    log.catch_up(timeline)  # nothing new: nothing written twice
+    log.take_timeline(timeline)
+    log.take_timeline(timeline)  # nothing new: nothing written twice
     assert [(c.partition, c.leader, c.epoch, c.unclean) for c in history.leader_changes] == [
         (("t", 0), -1, 6, None),
         (("t", 0), 2, 7, True),
@@ -232,3 +232,39 @@ def test_a_live_run_replays_to_its_own_verdicts(tmp_path):
     replayed = judge(load_record(tmp_path))
     assert replayed.to_json() == live.to_json()
     assert replayed.operations.get("ok", 0) > 0
+
+
+def test_the_observer_keeps_each_brokers_answer_when_it_changes_and_follows_the_freshest():
+    from kconform.harness.chaos.cluster_observer import ClusterObserver
+
+    answers = iter(
+        [
+            {1: {0: (1, 4, (1, 2), (1, 2))}, 2: {0: (1, 4, (1, 2), (1, 2))}},
+            {1: {0: (1, 4, (1, 2), (1, 2))}, 2: {0: (2, 5, (1, 2), (2,))}},  # broker 2 has heard first
+            {1: {0: (2, 5, (1, 2), (2,))}},  # broker 2 did not answer
+        ]
+    )
+    ticks = iter(range(100))
+    observer = ClusterObserver(lambda: next(answers), interval=0, clock=lambda: float(next(ticks)))
+    asyncio.run(observer.run(5.5))
+    assert [(v.broker, v.leader, v.epoch, v.isr) for v in observer.views] == [
+        (1, 1, 4, (1, 2)),
+        (2, 1, 4, (1, 2)),
+        (2, 2, 5, (2,)),
+        (1, 2, 5, (2,)),
+    ]
+    assert [(c.leader, c.epoch, c.events) for c in observer.timeline] == [
+        (1, 4, ()),
+        (2, 5, ("leader-changes", "isr-shrinks")),
+    ]
+    history = History()
+    log = ObserverLog(history, "t", started_ns=10**9)
+    log.take_views(observer.views)
+    log.take_views(observer.views)  # nothing new: nothing written twice
+    assert [(v.partition, v.broker, v.leader) for v in history.broker_views] == [
+        (("t", 0), 1, 1),
+        (("t", 0), 2, 1),
+        (("t", 0), 2, 2),
+        (("t", 0), 1, 2),
+    ]
+    assert [op.note for op in history.ops] == ["broker view"] * 4

@@ -26,10 +26,12 @@ DURATION = 10.0
 # change, or an unclean election: checkers.failover) and the setting its verdict names.
 LOSSY = {
     "acks1-leader-isolated": "lost-write-leader-change",
+    "deposed-leader-rejoins": "lost-write-leader-change",
     "unclean-election-full-isr-loss": "lost-write-unclean",
 }
 SETTING = {
     "acks1-leader-isolated": "acks=1",
+    "deposed-leader-rejoins": "acks=1",
     "unclean-election-full-isr-loss": "unclean.leader.election.enable=true",
 }
 

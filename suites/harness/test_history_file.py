@@ -9,10 +9,13 @@ from hypothesis import strategies as st
 
 from kconform.harness.checkers.history import (
     Assignment,
+    BrokerView,
     Commit,
     History,
     LeaderChange,
     Poll,
+    ReplicaRead,
+    ReplicationCut,
     Send,
     Watermark,
 )
@@ -32,6 +35,9 @@ def every_kind() -> History:
     h.commits.append(Commit(1, "g", P, 4, "seek"))
     h.watermarks.append(Watermark(2, P, 9, {1: 9, 2: 10}))
     h.leader_changes += [LeaderChange(3, P, 2, 5, 123, True), LeaderChange(3, Q, -1, 1)]
+    h.broker_views.append(BrokerView(3, P, 1, 2, 5, (2, 3), 124))
+    h.replica_reads.append(ReplicaRead(3, P, 3, 5, ((3, b"a"), (4, b"\xff"), (5, "s"))))
+    h.replication_cuts.append(ReplicationCut(3, 2, 100, 200, 1000))
     return h
 
 
@@ -70,3 +76,15 @@ def lines() -> list[str]:
 def test_a_file_that_is_not_whole_is_refused_with_the_line_named(spoil, message):
     with pytest.raises(HistoryFileError, match=message):
         parse_history(spoil(lines()))
+
+
+def test_a_file_from_before_the_replication_records_still_reads():
+    """An end line written before broker views, replica reads and cuts existed counts none of them."""
+    h = History()
+    h.add(1, "invoke", [Send(P, b"a")], time_ns=5)
+    lines = list(history_lines(h))
+    end = lines[-1]
+    for name in ("broker_views", "replica_reads", "replication_cuts"):
+        end = end.replace(f',"{name}":0', "")
+    assert end != lines[-1]
+    assert parse_history([*lines[:-1], end]) == h
