@@ -6,7 +6,8 @@ frozen (SIGSTOP), stopped cleanly and restarted on the same port and data. ``kco
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -72,9 +73,9 @@ class ReferenceCluster:
         return self.node(node_id)
 
     def stop(self) -> None:
-        """Stop every node: brokers first (their controlled shutdown needs the controller), then it."""
-        for broker in self.brokers.values():
-            broker.stop()
+        """Stop every node: the brokers together (their controlled shutdowns need the controller, not
+        one another), then the controller."""
+        _each(lambda broker: broker.stop(), list(self.brokers.values()))
         self.controller.stop()
 
     def _start(self, node_id: int, port: int, timeout: float) -> BrokerProcess:
@@ -147,8 +148,8 @@ def start_cluster(
     advertise: dict[int, str] | None = None,
     planted: Planted | str = (),
 ) -> ReferenceCluster:
-    """Start the controller, then the brokers one after another (each waits until it is registered,
-    caught up and unfenced). ``ports`` pins node ids to ports (0 or absent: any free port);
+    """Start the controller, then the brokers together (each waits until it is registered, caught up
+    and unfenced). ``ports`` pins node ids to ports (0 or absent: any free port);
     ``node_overrides`` gives one node properties of its own, e.g. ``{2: {"broker.rack": "r2"}}``, even
     ``controller.quorum.bootstrap.servers`` and ``kconform.interbroker.addresses`` (where it dials the
     controller and its peers, e.g. through proxies); ``advertise`` the HOST:PORT a broker registers and
@@ -170,10 +171,27 @@ def start_cluster(
     props = _node_props(CONTROLLER_ID, settings.overrides, settings.node_overrides, None)
     controller = _launch(settings, CONTROLLER_ID, ports.get(CONTROLLER_ID, 0), props, timeout)
     cluster = ReferenceCluster(controller=controller, brokers={}, **vars(settings))
-    try:
-        for node_id in range(1, brokers + 1):
-            cluster.brokers[node_id] = cluster._start(node_id, ports.get(node_id, 0), timeout)
-    except Exception:
+    node_ids = list(range(1, brokers + 1))
+    started = _each(lambda node_id: cluster._start(node_id, ports.get(node_id, 0), timeout), node_ids)
+    cluster.brokers.update(
+        {n: b for n, b in zip(node_ids, started, strict=True) if not isinstance(b, Exception)}
+    )
+    failed = [b for b in started if isinstance(b, Exception)]
+    if failed:
         cluster.stop()
-        raise
+        raise failed[0]
     return cluster
+
+
+def _each(action: Callable, items: list) -> list:
+    """``action`` on every item at once (each in a thread: starting and stopping nodes is waiting);
+    each item's result, or the exception it raised."""
+
+    def attempt(item):
+        try:
+            return action(item)
+        except Exception as exc:  # noqa: BLE001 - handed back for the caller to raise
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(len(items), 1)) as pool:
+        return list(pool.map(attempt, items))
