@@ -1,5 +1,7 @@
 """The end-to-end campaign, kconform's main job: a time-bounded differential campaign between every pair
-of the chosen targets, the chaos catalogue on every target that can run it, then the dashboard.
+of the chosen targets, the chaos catalogue on every target that can run it (the replication catalogue on
+a replicated cluster, ``reference:N``; the default one on a single broker and the mock), then the
+dashboard.
 
 ``plan_campaign`` is a pure decision (targets, time budget, catalogue in; what runs for how long out), so
 the budget arithmetic is tested without starting anything; ``run_end_to_end`` carries a plan out.
@@ -11,21 +13,28 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .chaos.scenarios import Scenario
 
 __all__ = [
+    "CHAOS_CATALOGUES",
     "CampaignError",
     "CampaignPlan",
     "PartOutcome",
+    "chaos_kind",
     "plan_campaign",
     "previous_report",
     "run_end_to_end",
 ]
 
-CHAOS_KINDS = ("reference", "rdkafka-mock")
+# chaos kind (``scenario_set.parse_target``) -> the catalogue it runs, as ``kconform chaos`` chooses it
+CHAOS_CATALOGUES = {"reference": "default", "rdkafka-mock": "default", "cluster": "replication"}
 REPORT_RESERVE_S = 75.0  # Spark's start and the roll-up of a campaign's traces, on two cores
 SCENARIO_OVERHEAD_S = 2.0  # a fresh proxied cluster per scenario: broker start, proxies, topic
 MIN_SCENARIO_S = 8.0  # shorter runs leave some faults (link flaps) too little time to reach the client
@@ -55,17 +64,28 @@ class CampaignPlan:
         return len(self.diff_pairs) * self.diff_seconds + chaos + REPORT_RESERVE_S
 
 
+def chaos_kind(target: str) -> str:
+    """What a target is to chaos: ``reference``, ``rdkafka-mock`` or ``cluster`` (``reference:N`` or
+    ``docker:VERSION:N``, N >= 2); a ValueError says why a target cannot run chaos (a single docker
+    broker, a bootstrap address, an option chaos does not take)."""
+    from .chaos.scenario_set import parse_target  # the chaos command's own reading of a target
+
+    return parse_target(target)[0]
+
+
 def plan_campaign(
     targets: Sequence[str],
     budget_s: float,
-    catalogue: dict,
+    catalogue: Mapping[str, Scenario],
     *,
+    cluster_catalogue: Mapping[str, Scenario] | None = None,
     diff: bool = True,
     chaos: bool = True,
     scenarios: Sequence[str] = (),
 ) -> CampaignPlan:
     """Share ``budget_s`` between the parts. Every pair of targets is compared (the first target against
-    each of the others); chaos runs on the targets whose kind has a catalogue. When the budget cannot
+    each of the others); chaos runs ``catalogue`` on a single broker and the mock, and
+    ``cluster_catalogue`` (the replication catalogue) on a replicated cluster. When the budget cannot
     give every scenario ``MIN_SCENARIO_S``, scenarios are taken in catalogue order, alternating targets,
     until it is spent, and the rest are named in ``notes``."""
     if not targets:
@@ -76,22 +96,8 @@ def plan_campaign(
     pairs = tuple((targets[0], other) for other in targets[1:]) if diff else ()
     if diff and not pairs:
         notes.append("one target only: no differential campaign (it needs two)")
-
-    wanted: list[tuple[str, list[str]]] = []
-    if chaos:
-        unknown = [n for n in scenarios if n not in catalogue]
-        if unknown:
-            raise CampaignError(f"unknown scenario(s) {', '.join(unknown)}; see kconform chaos --list")
-        for target in targets:
-            kind = target.partition("@")[0].partition(":")[0]
-            if kind not in CHAOS_KINDS:
-                notes.append(
-                    f"{target}: no chaos catalogue for this kind (chaos runs on {', '.join(CHAOS_KINDS)})"
-                )
-                continue
-            names = [n for n in (scenarios or catalogue) if catalogue[n].allowed_on(kind)]
-            if names:
-                wanted.append((target, names))
+    catalogues = {"default": catalogue, "replication": cluster_catalogue}
+    wanted = _wanted_scenarios(targets, catalogues, scenarios, notes) if chaos else []
 
     usable = budget_s - REPORT_RESERVE_S
     runs = sum(len(names) for _, names in wanted)
@@ -123,6 +129,43 @@ def plan_campaign(
         scenario_seconds=min(MAX_SCENARIO_S, per_run) if runs else 0.0,
         notes=tuple(notes),
     )
+
+
+def _wanted_scenarios(
+    targets: Sequence[str],
+    catalogues: Mapping[str, Mapping[str, Scenario] | None],
+    scenarios: Sequence[str],
+    notes: list[str],
+) -> list[tuple[str, list[str]]]:
+    """Each chaos target with the scenarios of its kind's catalogue that run on it (only ``scenarios``,
+    when given); targets that cannot run chaos, or run none of the chosen scenarios, go into ``notes``."""
+    known = {name for names in catalogues.values() if names for name in names}
+    unknown = [n for n in scenarios if n not in known]
+    if unknown:
+        raise CampaignError(f"unknown scenario(s) {', '.join(unknown)}; see kconform chaos --list")
+    wanted: list[tuple[str, list[str]]] = []
+    for target in targets:
+        try:
+            kind = chaos_kind(target)
+        except ValueError as exc:
+            notes.append(f"{target}: no chaos ({exc})")
+            continue
+        name = CHAOS_CATALOGUES.get(kind)
+        if name is None:  # a kind chaos learnt to run before the campaign was told its catalogue
+            notes.append(f"{target}: no chaos (the campaign has no catalogue for {kind} targets)")
+            continue
+        catalogue = catalogues.get(name)
+        if catalogue is None:
+            notes.append(
+                f"{target}: no chaos (a {kind} target runs the {name} catalogue, and none was given)"
+            )
+            continue
+        names = [n for n in (scenarios or catalogue) if n in catalogue and catalogue[n].allowed_on(kind)]
+        if names:
+            wanted.append((target, names))
+        elif scenarios:
+            notes.append(f"{target}: none of the chosen scenarios is in the {name} catalogue for {kind}")
+    return wanted
 
 
 def _take_alternating(wanted: list[tuple[str, list[str]]], count: int) -> list[tuple[str, list[str]]]:
@@ -261,7 +304,7 @@ def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> P
     from .chaos.scenario_set import run_chaos
     from .chaos.scenarios import load_catalogue
 
-    catalogue = load_catalogue()
+    catalogue = load_catalogue(name=CHAOS_CATALOGUES[chaos_kind(target)])  # as the plan chose
     label = f"chaos {target}"
     part = PartOutcome("chaos", (target,), out / part_directory("chaos", target))
     progress.part_started("chaos", label, len(names))
@@ -288,6 +331,7 @@ def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> P
         for r in results:
             verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
         part.headline = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
-        part.failed = any(r.verdict != "pass" for r in results)
+        # a scenario skipped (one the target cannot run as written) proves nothing either way
+        part.failed = any(r.verdict not in ("pass", "skipped") for r in results)
     progress.part_finished(part)
     return part

@@ -10,8 +10,9 @@ from __future__ import annotations
 from .compare import Comparison
 from .markup import esc
 from .model import Rollup
+from .sections_chaos import chaos_section
 from .sections_overview import changes_section, history_section, runs_section, summary_section
-from .sections_results import chaos_section, divergences_section, grid_section, latency_section
+from .sections_results import divergences_section, grid_section, latency_section
 from .theme import CSS, SCRIPT
 
 __all__ = ["SECTION_IDS", "render_dashboard"]

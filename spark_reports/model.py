@@ -7,6 +7,7 @@ microseconds, percentiles by linear interpolation between the closest ranks (Spa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,7 +20,9 @@ __all__ = [
     "LatencyRow",
     "Rollup",
     "RunRow",
+    "count_basis",
     "latency_tenth",
+    "runs_text",
     "utc_iso",
 ]
 
@@ -103,15 +106,34 @@ class RunRow:
 
 @dataclass(frozen=True, slots=True)
 class ChaosVerdict:
+    """One scenario's result on one target in one run. The fields after ``error`` came later: a
+    ``chaos.json`` that lacks them reads as unknown (None) or empty."""
+
     scenario: str
     target: str
     verdict: str  # pass, violation, faults-did-not-bite, faults-not-applied, no-progress, error
     promise: str
-    operations: int
+    operations: int  # completed client operations (ok, fail and info)
     violations: dict[str, int]
     excerpts: dict[str, list]  # anomaly -> the smallest stretch of history that shows it
     run_id: str
     error: str | None = None
+    acknowledged: int | None = None  # operations that completed ok; None when the result has no split
+    allowed: dict[str, int] = field(default_factory=dict)  # anomaly the settings allow -> measured count
+    reasons: dict[str, str] = field(default_factory=dict)  # anomaly -> why it is allowed or forbidden
+
+
+def runs_text(n: int) -> str:
+    return f"{n:,} run" if n == 1 else f"{n:,} runs"
+
+
+def count_basis(runs: Sequence[ChaosVerdict]) -> str:
+    """What the anomaly counts of ``runs`` (one scenario on one target) are counted among: their
+    acknowledged operations, or only the runs when a result does not split its operations."""
+    several = f" in {runs_text(len(runs))}" if len(runs) > 1 else ""
+    if all(v.acknowledged is not None for v in runs):
+        return f"of {sum(v.acknowledged or 0 for v in runs):,} acknowledged operations{several}"
+    return f"in {runs_text(len(runs))}"
 
 
 @dataclass(slots=True)

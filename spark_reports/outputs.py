@@ -18,7 +18,7 @@ from typing import Any
 
 from .compare import Comparison
 from .markup import version_label
-from .model import Rollup
+from .model import ChaosVerdict, Rollup, count_basis
 
 __all__ = [
     "SUMMARY_SCHEMA",
@@ -122,8 +122,19 @@ def _chaos_suite(rollup: Rollup) -> ET.Element:
             ET.SubElement(case, "error", type="error", message=v.error or "the scenario could not run")
         elif v.verdict in INCONCLUSIVE:
             ET.SubElement(case, "skipped", message=v.verdict)
-        ET.SubElement(case, "system-out").text = f"{v.promise}; {v.operations} operations; run {v.run_id}"
+        ET.SubElement(case, "system-out").text = _chaos_counts(v)
     return suite
+
+
+def _chaos_counts(v: ChaosVerdict) -> str:
+    """The promise, the operations and the allowed anomalies as measured, each count with what it is
+    counted among."""
+    basis = count_basis([v])
+    completed = f"{v.operations} operations"
+    if v.acknowledged is not None:
+        completed = f"{v.acknowledged} acknowledged of {completed}"
+    allowed = ", ".join(f"{name} {n} {basis}" for name, n in v.allowed.items()) or "none"
+    return f"{v.promise}; {completed}; allowed anomalies measured: {allowed}; run {v.run_id}"
 
 
 def _divergence_suite(rollup: Rollup) -> ET.Element:

@@ -220,25 +220,49 @@ def chaos_verdicts(runs: Iterable[RunDirectory]) -> list[ChaosVerdict]:
             continue
         run_id = str(run.chaos.get("run_id") or run.run_id or run.path.name)
         for result in _chaos_results(run.path / "chaos.json", run.chaos):
-            anomalies = [a for a in result.get("anomalies", []) if isinstance(a, dict)]
-            operations = result.get("operations")
-            if isinstance(operations, dict):  # counts by kind: ok, fail, info
-                operations = sum(v for v in operations.values() if isinstance(v, int))
-            verdicts.append(
-                ChaosVerdict(
-                    scenario=str(result["scenario"]),
-                    target=str(result.get("target") or run.chaos.get("target") or ""),
-                    verdict=str(result.get("verdict", "error")),
-                    promise=str(result.get("promise", "")),
-                    operations=operations if isinstance(operations, int) else 0,
-                    violations={str(k): int(v) for k, v in (result.get("violations") or {}).items()},
-                    excerpts={
-                        str(a["anomaly"]): list(a.get("excerpt") or [])
-                        for a in anomalies
-                        if a.get("verdict") == "violation" and "anomaly" in a
-                    },
-                    run_id=run_id,
-                    error=str(result["error"]) if result.get("error") else None,
-                )
-            )
+            verdicts.append(_chaos_verdict(result, run_id, str(run.chaos.get("target") or "")))
     return sorted(verdicts, key=lambda v: (v.scenario, v.target, v.run_id))
+
+
+def _chaos_verdict(result: dict[str, Any], run_id: str, run_target: str) -> ChaosVerdict:
+    """A result as the report holds it; a result from an older chaos.json may lack the operations'
+    split by outcome, the ``allowed`` flags and the reasons."""
+    anomalies = [a for a in result.get("anomalies") or [] if isinstance(a, dict) and "anomaly" in a]
+    operations = result.get("operations")
+    acknowledged = None
+    if isinstance(operations, dict):  # counts by kind: ok, fail, info; a kind that never happened is absent
+        ok = operations.get("ok", 0)
+        acknowledged = ok if isinstance(ok, int) else None
+        operations = sum(v for v in operations.values() if isinstance(v, int))
+    return ChaosVerdict(
+        scenario=str(result["scenario"]),
+        target=str(result.get("target") or run_target),
+        verdict=str(result.get("verdict", "error")),
+        promise=str(result.get("promise", "")),
+        operations=operations if isinstance(operations, int) else 0,
+        violations={str(k): int(v) for k, v in (result.get("violations") or {}).items()},
+        excerpts={
+            str(a["anomaly"]): list(a.get("excerpt") or [])
+            for a in anomalies
+            if a.get("verdict") == "violation"
+        },
+        run_id=run_id,
+        error=str(result["error"]) if result.get("error") else None,
+        acknowledged=acknowledged,
+        allowed=_allowed_counts(result, anomalies),
+        reasons={str(a["anomaly"]): str(a["reason"]) for a in anomalies if a.get("reason")},
+    )
+
+
+def _allowed_counts(result: dict[str, Any], anomalies: list[dict[str, Any]]) -> dict[str, int]:
+    """Each anomaly the settings allow, with how often it happened: every one the result flags allowed
+    (zero counts too), and those its ``measured`` names (allowed and seen; all an older result says)."""
+    measured = {str(k): int(v) for k, v in (result.get("measured") or {}).items()}
+    flagged = {
+        str(a["anomaly"]): int(a["count"])
+        if isinstance(a.get("count"), int)
+        else measured.get(a["anomaly"], 0)
+        for a in anomalies
+        if a.get("allowed") is True or a.get("verdict") == "allowed"
+    }
+    return dict(sorted((measured | flagged).items()))

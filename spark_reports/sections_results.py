@@ -1,10 +1,9 @@
-"""The dashboard's result sections: the conformance grid, the divergence clusters, latency and the
-chaos verdicts. Each function takes rows of the roll-up and returns one ``<section>``; every piece of
-text from a trace is escaped on the way in."""
+"""The dashboard's result sections: the conformance grid, the divergence clusters and latency (the chaos
+verdicts are in ``sections_chaos``). Each function takes rows of the roll-up and returns one
+``<section>``; every piece of text from a trace is escaped on the way in."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -19,13 +18,13 @@ from .charts import (
     stacked_bar_chart,
 )
 from .markup import esc, fmt_count, fmt_rate, fmt_us, version_label
-from .model import NO_FAULT, ChaosVerdict, DivergenceCluster, GridCell, LatencyRow
+from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow
 
 __all__ = [
     "OUTCOME_SERIES",
-    "chaos_section",
     "cluster_order",
     "divergences_section",
+    "empty_note",
     "grid_section",
     "latency_section",
     "outcome_counts",
@@ -39,7 +38,6 @@ OUTCOME_SERIES = tuple(
 MAX_CHART_ROWS = 24  # beyond this a bar chart stops being glanceable; the tables list everything
 MAX_CLUSTERS = 300  # clusters drawn in full; summary.json has them all
 LATENCY_SERIES = (Series("p50", "#9cc3ea"), Series("p99", "#3b7dd8"), Series("p99.9", "#173f7a"))
-VERDICT_CLASS = {"pass": "v-pass", "violation": "v-violation", "error": "v-error"}
 
 
 def section(section_id: str, title: str, lead: str, body: str) -> str:
@@ -49,7 +47,7 @@ def section(section_id: str, title: str, lead: str, body: str) -> str:
     )
 
 
-def _empty(text: str) -> str:
+def empty_note(text: str) -> str:
     return f'<p class="empty">{esc(text)}</p>'
 
 
@@ -114,7 +112,9 @@ def grid_section(cells: Sequence[GridCell]) -> str:
         "codes and closed connections included. Hover a cell for its counts."
     )
     if not cells:
-        return section("grid", "Conformance grid", lead, _empty("No exchanges were judged: nothing to grid."))
+        return section(
+            "grid", "Conformance grid", lead, empty_note("No exchanges were judged: nothing to grid.")
+        )
     targets = sorted({c.target for c in cells})
     rows: dict[tuple[int, str, int], dict[str, GridCell]] = defaultdict(dict)
     for cell in cells:
@@ -195,7 +195,7 @@ def divergences_section(clusters: Sequence[DivergenceCluster], new_signatures: s
     )
     if not clusters:
         return section(
-            "divergences", "Divergences", lead, _empty("No divergences: every compared exchange agreed.")
+            "divergences", "Divergences", lead, empty_note("No divergences: every compared exchange agreed.")
         )
     ordered = cluster_order(clusters)
     per_api: dict[str, int] = defaultdict(int)
@@ -258,7 +258,7 @@ def _latency_chart(rows: Sequence[LatencyRow], *, chart_id: str, kind: str, titl
 def latency_section(rows: Sequence[LatencyRow]) -> str:
     lead = "Percentiles of exchange latency by target and API, in calm and under each active fault."
     if not rows:
-        return section("latency", "Latency", lead, _empty("No latencies were recorded."))
+        return section("latency", "Latency", lead, empty_note("No latencies were recorded."))
     calm = [r for r in rows if r.fault == NO_FAULT]
     faulted = [r for r in rows if r.fault != NO_FAULT]
     charts = []
@@ -298,72 +298,3 @@ def latency_section(rows: Sequence[LatencyRow]) -> str:
         f'<th class="num">p99.9</th></tr></thead><tbody>{body}</tbody></table></div>'
     )
     return section("latency", "Latency", lead, "".join(charts) + table)
-
-
-def _verdict_badge(verdict: str) -> str:
-    cls = VERDICT_CLASS.get(verdict, "v-inconclusive")
-    return f'<span class="badge {cls}">{esc(verdict)}</span>'
-
-
-def _excerpt_text(lines: list) -> str:
-    return "\n".join(line if isinstance(line, str) else json.dumps(line, default=str) for line in lines)
-
-
-def _violation(v: ChaosVerdict) -> str:
-    broken = ", ".join(f"{name} ×{n:,}" for name, n in sorted(v.violations.items())) or "a broken promise"
-    excerpts = "".join(
-        f"<h3>{esc(name)}</h3><pre>{esc(_excerpt_text(v.excerpts.get(name, [])) or 'no excerpt recorded')}"
-        "</pre>"
-        for name in sorted(v.violations or v.excerpts)
-    )
-    return (
-        f'<details class="violation"><summary>{esc(v.scenario)} on {esc(v.target)}: {esc(v.promise)} '
-        f"— {esc(broken)} <span class=mono>(run {esc(v.run_id)})</span></summary>{excerpts}</details>"
-    )
-
-
-def chaos_section(verdicts: Sequence[ChaosVerdict]) -> str:
-    lead = (
-        "Each chaos scenario's verdict on each target: whether the promise it tests (acks, idempotence, "
-        "group exclusivity ...) held while faults were injected. Open a violation for the history that "
-        "shows it."
-    )
-    if not verdicts:
-        return section("chaos", "Chaos verdicts", lead, _empty("No chaos scenarios were run."))
-    targets = sorted({v.target for v in verdicts})
-    cells: dict[tuple[str, str], list[ChaosVerdict]] = defaultdict(list)
-    for v in verdicts:
-        cells[(v.scenario, v.target)].append(v)
-    scenarios = sorted({v.scenario for v in verdicts})
-    rows = []
-    for scenario in scenarios:
-        promise = next(v.promise for v in verdicts if v.scenario == scenario)
-        tds = []
-        for target in targets:
-            found = cells.get((scenario, target), [])
-            title = "; ".join(f"run {v.run_id}: {v.verdict}, {v.operations:,} operations" for v in found)
-            badges = (
-                "".join(_verdict_badge(v.verdict) for v in found) or '<span style="color:#a3abb6">–</span>'
-            )
-            tds.append(f'<td title="{esc(title)}">{badges}</td>')
-        rows.append(
-            f'<tr data-row><td class="mono">{esc(scenario)}</td><td>{esc(promise)}</td>{"".join(tds)}</tr>'
-        )
-    header = "".join(f"<th>{esc(t)}</th>" for t in targets)
-    table = (
-        '<div class="scroll"><table id="chaos-table"><thead><tr><th>scenario</th><th>promise</th>'
-        f"{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-    broken = [v for v in verdicts if v.verdict == "violation"]
-    errors = [v for v in verdicts if v.verdict == "error"]
-    details = ""
-    if broken:
-        details += "<h3>Violations</h3>" + "".join(_violation(v) for v in broken)
-    if errors:
-        details += "<h3>Scenarios that could not run</h3><ul class=plain>" + "".join(
-            f"<li><span class=mono>{esc(v.scenario)}</span> on {esc(v.target)}: "
-            f"{esc(v.error or 'error')}</li>"
-            for v in errors
-        )
-        details += "</ul>"
-    return section("chaos", "Chaos verdicts", lead, table + details)

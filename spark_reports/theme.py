@@ -121,6 +121,13 @@ details.violation { border: 1px solid #f1c2c2; border-radius: 6px; margin: 0 0 8
 details.violation > summary { cursor: pointer; padding: 8px 12px; font-weight: 500; }
 details.violation pre { margin: 0 12px 12px; background: #fff; padding: 8px 10px; border-radius: 5px;
   border: 1px solid var(--line); max-height: 320px; overflow: auto; white-space: pre-wrap; }
+table.chaos td { vertical-align: top; }
+table.chaos td.chaos-cell { min-width: 190px; border-left: 2px solid #fff; }
+td.chaos-cell .of-runs { color: var(--muted); font-size: 12px; margin-right: 8px; }
+td.chaos-cell .counts { color: var(--muted); font-size: 12px; margin-top: 3px; }
+td.chaos-cell ul { list-style: none; padding: 0; margin: 4px 0 0; font-size: 12px; }
+td.chaos-cell li.violation { color: #7a1016; font-weight: 600; }
+td.chaos-cell li.unseen { color: var(--faint); }
 .changes { display: grid; grid-template-columns: 1fr 1fr; gap: 18px; }
 ul.plain { list-style: none; padding: 0; margin: 0; }
 ul.plain { max-height: 440px; overflow-y: auto; }

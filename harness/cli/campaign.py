@@ -1,5 +1,6 @@
 """``kconform campaign``: kconform's main job in one command, a bounded differential campaign and the
-chaos catalogue against the chosen targets, ending with the dashboard."""
+chaos catalogue against the chosen targets (the replication catalogue on a replicated cluster such as
+``reference:3``), ending with the dashboard."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import click
     "--targets",
     default="reference,rdkafka-mock",
     show_default=True,
-    help="comma-separated targets; the first is compared with each of the others",
+    help="comma-separated targets; the first is compared with each of the others; reference:N (N >= 2) "
+    "is a replicated cluster, which runs the replication catalogue",
 )
 @click.option(
     "--kafka-version",
@@ -23,7 +25,12 @@ import click
 )
 @click.option("--duration", default="8m", show_default=True, help="time budget of the whole campaign (s, m)")
 @click.option("--examples", default=100_000, show_default=True, help="upper bound on generated diff cases")
-@click.option("--scenario", "scenarios", multiple=True, help="only these chaos scenarios (repeatable)")
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    help="only these chaos scenarios, from either catalogue (repeatable)",
+)
 @click.option("--no-diff", is_flag=True, help="skip the differential campaign")
 @click.option("--no-chaos", is_flag=True, help="skip the chaos catalogue")
 @click.option("--seed", default=0, show_default=True)
@@ -61,7 +68,7 @@ def campaign(
 
     from kconform.faults.schedule import ScheduleError, parse_duration
 
-    from ..campaign import plan_campaign, previous_report, run_end_to_end
+    from ..campaign import CHAOS_CATALOGUES, chaos_kind, plan_campaign, previous_report, run_end_to_end
     from ..chaos.scenarios import load_catalogue
     from ..targets.base import TargetError
     from ..targets.registry import make_target, split_target_list, with_kafka_version
@@ -76,6 +83,7 @@ def campaign(
             names,
             budget,
             load_catalogue(),
+            cluster_catalogue=load_catalogue(name="replication"),
             diff=not no_diff,
             chaos=not no_chaos,
             scenarios=scenarios,
@@ -95,6 +103,11 @@ def campaign(
         f"{plan.scenario_seconds:.0f}s, "
         f"about {plan.estimated_seconds() / 60:.1f} min"
     )
+    for target, chosen in plan.chaos:
+        catalogue = CHAOS_CATALOGUES[chaos_kind(target)]
+        console.print(
+            f"chaos {target} ({catalogue} catalogue): {', '.join(chosen)}", markup=False, highlight=False
+        )
     for note in plan.notes:
         console.print(f"[yellow]{note}[/yellow]")
     with _RichProgress(console) as progress:

@@ -16,8 +16,10 @@ from kconform.harness.campaign import (
 from kconform.harness.chaos.scenarios import load_catalogue
 
 CATALOGUE = load_catalogue()
+REPLICATION = load_catalogue(name="replication")
 ON_REFERENCE = [n for n, s in CATALOGUE.items() if s.allowed_on("reference")]
 ON_MOCK = [n for n, s in CATALOGUE.items() if s.allowed_on("rdkafka-mock")]
+ON_CLUSTER = [n for n, s in REPLICATION.items() if s.allowed_on("cluster")]
 
 
 def test_a_generous_budget_runs_every_scenario_on_every_chaos_target():
@@ -68,6 +70,68 @@ def test_chosen_scenarios_and_switches():
     assert plan.scenario_seconds == 20  # the per-scenario cap
     assert plan_campaign(["reference", "rdkafka-mock"], 600, CATALOGUE, chaos=False).chaos == ()
     assert plan_campaign(["reference", "rdkafka-mock"], 600, CATALOGUE, diff=False).diff_pairs == ()
+
+
+def test_a_cluster_target_runs_the_replication_catalogue_and_a_single_broker_the_default_one():
+    plan = plan_campaign(
+        ["reference", "reference:3", "rdkafka-mock"], 3600, CATALOGUE, cluster_catalogue=REPLICATION
+    )
+    assert dict(plan.chaos) == {
+        "reference": tuple(ON_REFERENCE),
+        "reference:3": tuple(ON_CLUSTER),
+        "rdkafka-mock": tuple(ON_MOCK),
+    }
+    assert len(ON_CLUSTER) > 10 and not set(ON_CLUSTER) & set(CATALOGUE), "two distinct catalogues"
+    assert plan.diff_pairs == (("reference", "reference:3"), ("reference", "rdkafka-mock"))
+    assert plan.estimated_seconds() <= 3600 + 1e-6
+    assert plan.notes == ()
+
+
+@pytest.mark.parametrize("budget", [240, 420, 600])
+def test_a_tight_budget_shares_scenario_runs_with_the_cluster_and_names_the_rest(budget):
+    targets = ["reference", "reference:3"]
+    plan = plan_campaign(targets, budget, CATALOGUE, cluster_catalogue=REPLICATION)
+    chosen = dict(plan.chaos)
+    assert plan.estimated_seconds() <= budget + 1e-6
+    assert plan.scenario_seconds >= MIN_SCENARIO_S
+    # catalogue order within each target, alternating targets: the counts differ by at most one until
+    # the shorter catalogue is used up
+    assert chosen["reference"] == tuple(ON_REFERENCE[: len(chosen["reference"])])
+    assert chosen["reference:3"] == tuple(ON_CLUSTER[: len(chosen["reference:3"])])
+    single, cluster = len(chosen["reference"]), len(chosen["reference:3"])
+    assert abs(single - cluster) <= 1 or single == len(ON_REFERENCE) < cluster
+    left_out = [f"{t}/{n}" for t, names in (("reference", ON_REFERENCE), ("reference:3", ON_CLUSTER))
+                for n in names if n not in chosen[t]]  # fmt: skip
+    assert left_out, f"a budget of {budget}s should not fit all {len(ON_REFERENCE) + len(ON_CLUSTER)} runs"
+    assert all(name in plan.notes[-1] for name in left_out)
+
+
+def test_a_cluster_without_its_catalogue_says_so_and_chosen_scenarios_come_from_either():
+    plan = plan_campaign(["reference", "reference:3"], 600, CATALOGUE, diff=False)
+    assert [t for t, _ in plan.chaos] == ["reference"]
+    assert any("reference:3" in note and "replication catalogue" in note for note in plan.notes)
+
+    plan = plan_campaign(
+        ["reference", "reference:3"], 600, CATALOGUE, cluster_catalogue=REPLICATION,
+        scenarios=["acks1-latency", "leader-killed"],
+    )  # fmt: skip
+    assert dict(plan.chaos) == {"reference": ("acks1-latency",), "reference:3": ("leader-killed",)}
+
+    plan = plan_campaign(
+        ["reference", "reference:3"],
+        600,
+        CATALOGUE,
+        cluster_catalogue=REPLICATION,
+        scenarios=["leader-killed"],
+    )
+    assert dict(plan.chaos) == {"reference:3": ("leader-killed",)}
+    assert any(note.startswith("reference: none of the chosen scenarios") for note in plan.notes)
+
+
+def test_a_target_chaos_cannot_read_is_left_to_the_diff_with_the_reason():
+    plan = plan_campaign(["reference", "reference@planted=x"], 600, CATALOGUE, cluster_catalogue=REPLICATION)
+    assert [t for t, _ in plan.chaos] == ["reference"]
+    assert any("reference@planted=x: no chaos" in note and "kafka=VERSION" in note for note in plan.notes)
 
 
 @pytest.mark.parametrize(
@@ -125,3 +189,57 @@ def test_the_command_refuses_bad_settings_before_starting_anything(tmp_path, arg
     assert result.exit_code == 2, result.output
     assert says in result.output
     assert not out.exists(), "nothing may start before the settings are known to be good"
+
+
+def test_the_command_runs_the_replication_catalogue_on_a_cluster_target(tmp_path, monkeypatch):
+    """``--targets reference,reference:3``: each target's scenarios reach ``run_chaos`` from its own
+    catalogue, the plan is printed per target, and the dashboard reads both chaos parts. Chaos and the
+    report are stood in for: what is checked is what the command hands them."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from kconform.harness.chaos import scenario_set
+    from kconform.harness.cli import cli
+    from kconform.spark_reports import build
+
+    ran: dict[str, tuple[list[str], float]] = {}
+    reported: list = []
+
+    def run_chaos(target, scenarios, *, duration, out, seed, toxiproxy_url, on_result):
+        ran[target] = ([s.name for s in scenarios], duration)
+        (out / "traces").mkdir(parents=True)
+        results = [SimpleNamespace(scenario=s.name, verdict="pass") for s in scenarios]
+        for result in results:
+            on_result(result)
+        return results
+
+    def build_dashboard(runs, out, **_options):
+        reported.extend(runs)
+        out.mkdir(parents=True)
+        (out / "index.html").write_text("<html></html>")
+        return out / "index.html"
+
+    monkeypatch.setattr(scenario_set, "run_chaos", run_chaos)
+    monkeypatch.setattr(build, "build_dashboard", build_dashboard)
+    out = tmp_path / "campaign"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "campaign",
+            "--targets",
+            "reference,reference:3",
+            "--no-diff",
+            "--duration",
+            "30m",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert ran == {"reference": (ON_REFERENCE, 20.0), "reference:3": (ON_CLUSTER, 20.0)}
+    printed = " ".join(result.output.split())  # rich wraps long lines
+    assert f"chaos reference (default catalogue): {', '.join(ON_REFERENCE)}" in printed
+    assert f"chaos reference:3 (replication catalogue): {', '.join(ON_CLUSTER)}" in printed
+    assert f"{len(ON_REFERENCE) + len(ON_CLUSTER)} chaos scenario run(s) of 20s" in printed
+    assert reported == [out / "chaos-reference", out / "chaos-reference-3"]

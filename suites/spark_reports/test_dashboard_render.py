@@ -276,3 +276,127 @@ def test_report_command_on_a_bad_path_exits_2_with_a_message(tmp_path: Path):
     assert "error:" in result.output and "no-such-run" in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "out" / "index.html").exists()
+
+
+# --- the chaos matrix, from chaos.json files as kconform chaos writes them --------------------------------
+
+
+def anomaly(name: str, count: int, allowed: bool, reason: str = "", excerpt: tuple = ()) -> dict:
+    verdict = "ok" if not count else "allowed" if allowed else "violation"
+    return {"anomaly": name, "count": count, "allowed": allowed, "verdict": verdict, "reason": reason,
+            "excerpt": list(excerpt)}  # fmt: skip
+
+
+def result(scenario: str, target: str, verdict: str, operations, anomalies=(), promise: str = "") -> dict:
+    return {
+        "scenario": scenario,
+        "target": target,
+        "verdict": verdict,
+        "promise": promise or f"the promise of {scenario}",
+        "operations": operations,
+        "violations": {a["anomaly"]: a["count"] for a in anomalies if a["verdict"] == "violation"},
+        "measured": {a["anomaly"]: a["count"] for a in anomalies if a["verdict"] == "allowed"},
+        "anomalies": list(anomalies),
+    }
+
+
+LOSS_REASON = "allowed: acks=1 loses writes the leader alone had when it changes"
+CHAOS_RUNS = {
+    # two runs of one scenario on the single broker, and a violation
+    ("chaos-1", "reference"): [
+        result("acks1-latency", "reference", "pass", {"ok": 300, "fail": 4, "info": 1}, [
+            anomaly("lost-write-leader-change", 0, True, LOSS_REASON), anomaly("G1a", 0, True),
+            anomaly("lost-write", 0, False),
+        ]),
+        result("idempotent-reset-peer", "reference", "violation", {"ok": 500, "fail": 0, "info": 0}, [
+            anomaly("duplicate", 2, False, "forbidden: enable.idempotence=true", ("ack 41 offset 8 <dup>",)),
+            anomaly("G1a", 0, True),
+        ]),
+    ],
+    ("chaos-2", "reference"): [
+        result("acks1-latency", "reference", "pass", {"ok": 200, "fail": 0, "info": 0}, [
+            anomaly("lost-write-leader-change", 1, True, LOSS_REASON), anomaly("G1a", 0, True),
+            anomaly("lost-write", 0, False),
+        ]),
+    ],
+    # the replication catalogue on a cluster (reference:3): a loss the settings allow, measured
+    ("chaos-3", "reference:3"): [
+        result("acks1-leader-isolated", "cluster", "pass", {"ok": 1204, "fail": 7, "info": 3}, [
+            anomaly("lost-write-leader-change", 3, True, LOSS_REASON), anomaly("lost-write", 0, True),
+            anomaly("G1a", 0, True), anomaly("duplicate", 0, False, "forbidden: retries=0"),
+        ]),
+        {"scenario": "leader-killed", "target": "cluster", "verdict": "pass", "promise": "p",
+         "operations": 900},  # as an older chaos.json has it: one total, no anomalies' flags
+    ],
+}  # fmt: skip
+
+
+def chaos_runs(root: Path) -> list:
+    """The chaos.json files above, each in a run directory, read as the report reads them."""
+    import json
+
+    from kconform.spark_reports.runs import chaos_verdicts, find_runs
+
+    for (run_id, target), results in CHAOS_RUNS.items():
+        (root / run_id / "traces").mkdir(parents=True)
+        document = {"schema": 1, "run_id": run_id, "target": target, "results": results}
+        (root / run_id / "chaos.json").write_text(json.dumps(document))
+    return chaos_verdicts(find_runs([root]))
+
+
+def chaos_cells(page: str) -> dict[tuple[str, str], str]:
+    """(scenario, target) -> the cell's text, spaces collapsed."""
+    import html
+
+    found = re.findall(
+        r'<td class="chaos-cell" data-scenario="([^"]*)" data-target="([^"]*)"[^>]*>(.*?)</td>', page, re.S
+    )
+    return {(s, t): " ".join(html.unescape(re.sub("<[^>]+>", " ", body)).split()) for s, t, body in found}
+
+
+def test_the_chaos_matrix_has_a_cell_per_scenario_and_target_with_counts_and_denominators(tmp_path: Path):
+    verdicts = chaos_runs(tmp_path)
+    page = render(Rollup(chaos=verdicts))
+    table = re.search(r'<table class="chaos" id="chaos-table">.*?</table>', page, re.S).group(0)
+    assert re.findall(r"<th>([^<]*)</th>", table) == ["scenario", "promise", "cluster", "reference"]
+    assert table.count("<tr data-row>") == 4  # four scenarios, whichever targets ran them
+    cells = chaos_cells(page)
+    assert len(cells) == 4 * 2
+    assert cells[("acks1-leader-isolated", "cluster")] == (
+        "pass 1,204 acknowledged of 1,214 operations "
+        "allowed lost-write-leader-change: 3 of 1,204 acknowledged operations "
+        "allowed, 0 of 1,204 acknowledged operations: G1a, lost-write"
+    )
+    assert cells[("acks1-latency", "reference")] == (
+        "pass 2 of 2 runs 500 acknowledged of 505 operations in 2 runs "
+        "allowed lost-write-leader-change: 1 of 500 acknowledged operations in 2 runs "
+        "allowed, 0 of 500 acknowledged operations in 2 runs: G1a"
+    )
+    assert cells[("idempotent-reset-peer", "reference")] == (
+        "violation 500 acknowledged of 500 operations "
+        "violation duplicate: 2 of 500 acknowledged operations "
+        "allowed, 0 of 500 acknowledged operations: G1a"
+    )
+    assert cells[("leader-killed", "cluster")] == "pass 900 operations in 1 run"  # no split: runs only
+    assert cells[("acks1-latency", "cluster")] == cells[("leader-killed", "reference")] == "–"
+    # the promise beside the row, the reasons on the counts, the violation's count in its detail
+    assert "<td>the promise of acks1-leader-isolated</td>" in table
+    assert f'<li class="allowed" title="{LOSS_REASON}">allowed lost-write-leader-change: 3 ' in table
+    assert 'title="forbidden: enable.idempotence=true">violation duplicate: 2 of 500' in table
+    violation = re.search(r'<details class="violation">.*?</details>', page, re.S).group(0)
+    assert "duplicate: 2 of 500 acknowledged operations" in violation
+    assert "ack 41 offset 8 &lt;dup&gt;" in violation
+
+
+def test_junit_and_summary_carry_the_measured_allowed_anomalies(tmp_path: Path):
+    rollup = Rollup(chaos=chaos_runs(tmp_path / "runs"))
+    root = ET.fromstring(junit_xml(rollup))
+    out = {case.get("name"): case.find("system-out").text for case in root.iter("testcase")
+           if case.get("classname") == "kconform.chaos.cluster"}  # fmt: skip
+    assert "1204 acknowledged of 1214 operations" in out["acks1-leader-isolated"]
+    assert "G1a 0 of 1,204 acknowledged operations" in out["acks1-leader-isolated"]
+    assert "lost-write-leader-change 3 of 1,204 acknowledged operations" in out["acks1-leader-isolated"]
+    assert "900 operations; allowed anomalies measured: none" in out["leader-killed"]
+    write_summary_json(tmp_path / "summary.json", rollup, compare(rollup, None), generated_at="t", title="r")
+    [cluster] = [v for v in load_previous(tmp_path)["chaos"] if v["scenario"] == "acks1-leader-isolated"]
+    assert cluster["acknowledged"] == 1204 and cluster["allowed"]["lost-write-leader-change"] == 3

@@ -128,9 +128,38 @@ CHAOS_C = {
                 {"anomaly": "lost-write", "verdict": "violation", "excerpt": ["1 p1 ok send s1-0 v1"]},
                 {"anomaly": "duplicate", "verdict": "ok", "excerpt": ["not kept"]},
             ],
-        }
+        },
+        # a replication scenario on a cluster: a loss the settings allow, measured, with its reasons
+        {
+            "scenario": "acks1-leader-isolated",
+            "target": "cluster",
+            "verdict": "pass",
+            "promise": "acks=1 may lose what the deposed leader alone had; no duplicates",
+            "operations": {"ok": 1204, "fail": 9, "info": 2},
+            "violations": {},
+            "measured": {"lost-write-leader-change": 3},
+            "anomalies": [
+                {"anomaly": "lost-write-leader-change", "count": 3, "allowed": True, "verdict": "allowed",
+                 "reason": "allowed: acks=1 loses writes the leader alone had", "excerpt": ["not kept"]},
+                {"anomaly": "G1a", "count": 0, "allowed": True, "verdict": "ok",
+                 "reason": "allowed: a send the client gave up on may still have landed"},
+                {"anomaly": "duplicate", "count": 0, "allowed": False, "verdict": "ok",
+                 "reason": "forbidden: retries=0"},
+            ],
+        },
+        # as an older chaos.json wrote it: operations as one total, no allowed flags, no reasons
+        {
+            "scenario": "s2",
+            "verdict": "pass",
+            "promise": "measured only",
+            "operations": 7,
+            "measured": {"duplicate": 1},
+            "anomalies": [{"anomaly": "duplicate", "verdict": "allowed", "excerpt": []}],
+        },
+        # nothing acknowledged: the split leaves "ok" out, and that is 0, not unknown
+        {"scenario": "s3", "verdict": "no-progress", "promise": "p", "operations": {"fail": 2, "info": 1}},
     ],
-}
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +249,24 @@ def expected_hand_rollup(root: Path) -> Rollup:
         RunRow("run-b", "diff", ("mock",), 1, 0, 1, 0, "2026-01-01T01:00:00Z", str(root / "diff-b")),
     ]
     chaos = [
+        # sorted by scenario, then target
+        ChaosVerdict(
+            scenario="acks1-leader-isolated",
+            target="cluster",
+            verdict="pass",
+            promise="acks=1 may lose what the deposed leader alone had; no duplicates",
+            operations=1204 + 9 + 2,
+            violations={},
+            excerpts={},  # only a violation's excerpt is kept
+            run_id="chaos-c",
+            acknowledged=1204,
+            allowed={"G1a": 0, "lost-write-leader-change": 3},  # every allowed one, zero counts too
+            reasons={
+                "lost-write-leader-change": "allowed: acks=1 loses writes the leader alone had",
+                "G1a": "allowed: a send the client gave up on may still have landed",
+                "duplicate": "forbidden: retries=0",
+            },
+        ),
         ChaosVerdict(
             scenario="s1",
             target="ref",
@@ -229,7 +276,11 @@ def expected_hand_rollup(root: Path) -> Rollup:
             violations={"lost-write": 1},
             excerpts={"lost-write": ["1 p1 ok send s1-0 v1"]},
             run_id="chaos-c",
-        )
+            acknowledged=3,  # operations {"ok": 3, ...}; no allowed flags in this result
+        ),
+        # the run's target stands in for the result's; one total, so no acknowledged count
+        ChaosVerdict("s2", "ref", "pass", "measured only", 7, {}, {}, "chaos-c", allowed={"duplicate": 1}),
+        ChaosVerdict("s3", "ref", "no-progress", "p", 3, {}, {}, "chaos-c", acknowledged=0),
     ]
     return Rollup(grid, divergences, latency, runs, chaos, exchanges=46)
 
