@@ -6,13 +6,17 @@ a proxy of that directed link (``kconform.interbroker.addresses``) and the contr
 It is also the nemesis's ``ClusterDriver``: a step naming a role (``leader``, ``follower``,
 ``controller``) is resolved against the partition state when the step starts, read with Metadata from
 the brokers' own addresses (behind no proxy, so a cut link never hides the state), trusting the
-highest leader epoch any broker reports."""
+highest leader epoch any broker reports. ``ClusterRoles`` is that driver for any cluster of this shape
+(``docker_topology`` drives Apache Kafka in containers with it); ``NodeProcesses`` the process-fault
+adapter both share."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,14 @@ from ..client.raw import RawClient
 from .cluster_observer import freshest
 from .topology import destroy_proxies, free_port, fresh_proxy
 
-__all__ = ["CHAOS_CLUSTER_SETTINGS", "PartitionState", "ProxiedReferenceCluster"]
+__all__ = [
+    "CHAOS_CLUSTER_SETTINGS",
+    "ClusterRoles",
+    "NodeProcesses",
+    "PartitionState",
+    "ProxiedReferenceCluster",
+    "step_links",
+]
 
 # Short sessions and lag, so a failover fits in a short run (Kafka's defaults: 9 s, 30 s, 500 ms).
 CHAOS_CLUSTER_SETTINGS = {
@@ -62,32 +73,217 @@ class PartitionState(tuple):
     isr = property(lambda self: self[3])
 
 
-class _Processes:
-    """Process faults on node ids ("0" is the controller)."""
+class NodeProcesses:
+    """The nemesis's ProcessDriver over a cluster's nodes: ``node_id`` reads a node as the chaos layer
+    names it (an id; "0" is the controller), and each fault is one call on that id."""
 
-    def __init__(self, owner: ProxiedReferenceCluster) -> None:
-        self._owner = owner
+    def __init__(
+        self,
+        brokers: tuple[int, ...],
+        node_id: Callable[[str], int],
+        *,
+        kill: Callable[[int], Any],
+        stop: Callable[[int], Any],
+        restart: Callable[[int], Any],
+        freeze: Callable[[int], Any],
+        thaw: Callable[[int], Any],
+    ) -> None:
+        self._brokers = brokers
+        self._node_id = node_id
+        self._kill, self._stop, self._restart = kill, stop, restart
+        self._freeze, self._thaw = freeze, thaw
 
     def nodes(self) -> list[str]:
-        return [str(b) for b in self._owner.broker_ids]
+        return [str(b) for b in self._brokers]
 
     def kill(self, node: str) -> None:
-        self._owner.cluster.kill(int(node))
+        self._kill(self._node_id(node))
 
     def stop(self, node: str) -> None:
-        self._owner.cluster.stop_node(int(node))
+        self._stop(self._node_id(node))
 
     def restart(self, node: str) -> None:
-        self._owner.cluster.restart(int(node))
+        self._restart(self._node_id(node))
 
     def freeze(self, node: str) -> None:
-        self._owner.cluster.node(int(node)).freeze()
+        self._freeze(self._node_id(node))
 
     def thaw(self, node: str) -> None:
-        self._owner.cluster.node(int(node)).thaw()
+        self._thaw(self._node_id(node))
 
 
-class ProxiedReferenceCluster:
+def step_links(shape: ClusterLinks, step: Step, node_of: Callable[[str], int]) -> list[str]:
+    """The cluster links a link or toxic step cuts, its roles read with ``node_of``. A split's minority
+    is the leader of partition 0 and the lowest other ids: the leader must lose its majority."""
+    if step.fault == "isolate":
+        return shape.isolate(node_of(str(step.params["node"])), str(step.params["from"]))
+    if step.fault == "split":
+        leader = node_of("leader")
+        side = [leader, *[b for b in shape.brokers if b != leader]][: int(step.params["minority"])]
+        return shape.split(side)
+    if step.kind in ("toxic", "link"):
+        return sorted({link for s in step.links for link in shape.expand(s, node_of)})
+    return []
+
+
+class ClusterRoles(abc.ABC):
+    """The nemesis's ClusterDriver for a replicated cluster with a proxy on every link: roles resolved
+    against the partition state the brokers report on their own listeners, admin steps, and the
+    workload's topic. A cluster sets ``broker_ids``, ``shape`` and ``topic`` (None until
+    ``create_topic``), and says where each broker listens behind no proxy and what its network driver
+    calls each cluster link."""
+
+    broker_ids: tuple[int, ...]
+    shape: ClusterLinks
+    topic: str | None
+
+    @abc.abstractmethod
+    def broker_address(self, broker: int) -> tuple[str, int]:
+        """The broker's own client listener (host, port), behind no proxy."""
+
+    @abc.abstractmethod
+    def link_names(self, links: list[str]) -> list[str]:
+        """The network driver's names for these cluster links (``faults.cluster_links`` names)."""
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int | None = None,
+        configs: dict[str, str] | None = None,
+    ) -> None:
+        factor = min(replication_factor or 3, len(self.broker_ids))
+        T = CreateTopicsRequest.CreatableTopic
+        topic = T(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=factor,
+            configs=[
+                CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+            ],
+        )
+        response = self._ask(CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], timeout_ms=30000))
+        code = response.topics[0].error_code
+        if code not in (0, 36):  # TOPIC_ALREADY_EXISTS: a rerun
+            raise RuntimeError(f"creating {name}: error {code} {response.topics[0].error_message or ''}")
+        self.topic = name
+
+    def resolve(self, step: Step) -> list[str]:
+        if step.kind == "process":
+            if step.links == ("*",):
+                return [str(b) for b in self.broker_ids]
+            return [str(self.node_of(s)) for s in step.links]
+        if step.kind in ("toxic", "link"):
+            return self.link_names(step_links(self.shape, step, self.node_of))
+        return []
+
+    def node_of(self, role: str) -> int:
+        """``leader[:P]``, ``follower[:P]`` (an in-sync follower), ``controller``, ``broker-N`` or N."""
+        name, _, partition = role.partition(":")
+        if name == "controller":
+            return 0
+        if name.startswith("broker-"):
+            name = name[7:]
+        if name.isdigit():
+            return int(name)
+        if name not in ("leader", "follower"):
+            raise LinkSelectorError(f"{role!r}: not a node (leader, follower, controller or an id)")
+        state = self.partition_state(int(partition or 0))
+        if name == "leader":
+            if state.leader < 0:
+                raise LinkSelectorError(f"{self.topic}-{partition or 0} has no leader now")
+            return state.leader
+        followers = [b for b in state.isr if b != state.leader] or [
+            b for b in state.replicas if b != state.leader
+        ]
+        if not followers:
+            raise LinkSelectorError(f"{self.topic}-{partition or 0} has no follower")
+        return min(followers)
+
+    def admin(self, step: Step) -> None:
+        if step.fault == "elect":
+            request = ElectLeadersRequest(election_type=PREFERRED, topic_partitions=None, timeout_ms=30000)
+            self._ask(ELECT_LEADERS, 2, request)
+            return
+        partition = int(step.params["partition"])
+        replicas = list(self.partition_state(partition).replicas)
+        rotated = replicas[1:] + replicas[:1]  # the next broker becomes the preferred leader
+        R = AlterPartitionReassignmentsRequest
+        request = R(
+            timeout_ms=30000,
+            topics=[
+                R.ReassignableTopic(name=self.topic, partitions=[R.ReassignablePartition(partition, rotated)])
+            ],
+        )
+        self._ask(REASSIGN, 0, request)
+        election = ElectLeadersRequest(
+            election_type=PREFERRED,
+            topic_partitions=[ElectLeadersRequest.TopicPartitions(topic=self.topic, partitions=[partition])],
+            timeout_ms=30000,
+        )
+        self._ask(ELECT_LEADERS, 2, election)
+
+    def partition_state(self, partition: int) -> PartitionState:
+        state = self.topic_state().get(partition)
+        if state is None:
+            raise LinkSelectorError(f"no broker answered for {self.topic}-{partition}")
+        return state
+
+    def topic_state(self) -> dict[int, PartitionState]:
+        """Each partition's freshest state any broker reports (the highest leader epoch)."""
+        return freshest(self.topic_views())
+
+    def topic_views(self) -> dict[int, dict[int, PartitionState]]:
+        """Broker -> each partition's state as that broker's Metadata answers it (a broker that does not
+        answer is left out). The brokers are asked at once, so a frozen one costs one timeout, not one
+        per partition."""
+        if self.topic is None:
+            raise LinkSelectorError("no topic yet: roles name partitions of the workload's topic")
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)])
+
+        async def one(broker: int):
+            try:
+                return await self._call(broker, METADATA, 12, request)
+            except Exception:  # noqa: BLE001 - a dead or frozen broker has no say
+                return None
+
+        async def every():
+            return await asyncio.gather(*(one(b) for b in self.broker_ids))
+
+        views: dict[int, dict[int, PartitionState]] = {}
+        for broker, response in zip(self.broker_ids, asyncio.run(every()), strict=True):
+            if response is None:
+                continue
+            view = views[broker] = {}
+            for topic in response.topics:
+                for p in topic.partitions:
+                    # 9: REPLICA_NOT_AVAILABLE still names the leader; 5: LEADER_NOT_AVAILABLE, leaderless
+                    if p.error_code not in (0, 5, 9):
+                        continue
+                    state = PartitionState(p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes)
+                    view[p.partition_index] = state
+        return views
+
+    def _ask(self, api_key: int, version: int, body) -> Any:
+        last: Exception | None = None
+        for broker in self.broker_ids:
+            try:
+                return self._ask_one(broker, api_key, version, body)
+            except Exception as exc:  # noqa: BLE001 - try the next broker
+                last = exc
+        raise RuntimeError(f"no broker answered API {api_key}: {last}")
+
+    def _ask_one(self, broker: int, api_key: int, version: int, body) -> Any:
+        return asyncio.run(self._call(broker, api_key, version, body))
+
+    async def _call(self, broker: int, api_key: int, version: int, body) -> Any:
+        timeout = _ASK_TIMEOUT_S if api_key == METADATA else 35.0
+        host, port = self.broker_address(broker)
+        async with await RawClient.connect(host, port, timeout=_ASK_TIMEOUT_S) as client:
+            return await client.call(api_key, version, body, timeout=timeout)
+
+
+class ProxiedReferenceCluster(ClusterRoles):
     def __init__(
         self,
         toxiproxy: Any,
@@ -215,8 +411,18 @@ class ProxiedReferenceCluster:
         return ToxiproxyDriver(self.toxiproxy, [f"{self.prefix}-{link}" for link in sorted(self.proxies)])
 
     @property
-    def processes(self) -> _Processes:
-        return _Processes(self)
+    def processes(self) -> NodeProcesses:
+        """Node ids as given ("0" is the controller); ``cluster`` is read at each call, so a fault
+        on a stopped cluster fails as it did before."""
+        return NodeProcesses(
+            self.broker_ids,
+            int,
+            kill=lambda n: self.cluster.kill(n),
+            stop=lambda n: self.cluster.stop_node(n),
+            restart=lambda n: self.cluster.restart(n),
+            freeze=lambda n: self.cluster.node(n).freeze(),
+            thaw=lambda n: self.cluster.node(n).thaw(),
+        )
 
     @property
     def mock(self):
@@ -233,151 +439,10 @@ class ProxiedReferenceCluster:
     def link_name(self, node_id: int) -> str:
         return f"{self.prefix}-client-{node_id}"
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        replication_factor: int | None = None,
-        configs: dict[str, str] | None = None,
-    ) -> None:
-        factor = min(replication_factor or 3, self.brokers)
-        T = CreateTopicsRequest.CreatableTopic
-        topic = T(
-            name=name,
-            num_partitions=partitions,
-            replication_factor=factor,
-            configs=[
-                CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
-            ],
-        )
-        response = self._ask(CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], timeout_ms=30000))
-        code = response.topics[0].error_code
-        if code not in (0, 36):  # TOPIC_ALREADY_EXISTS: a rerun
-            raise RuntimeError(f"creating {name}: error {code} {response.topics[0].error_message or ''}")
-        self.topic = name
+    # ---- the nemesis's ClusterDriver (ClusterRoles) ---------------------------------------------
 
-    # ---- the nemesis's ClusterDriver -------------------------------------------------------------
+    def broker_address(self, broker: int) -> tuple[str, int]:
+        return self.host, self.ports[broker]
 
-    def resolve(self, step: Step) -> list[str]:
-        if step.fault == "isolate":
-            links = self.shape.isolate(self.node_of(str(step.params["node"])), str(step.params["from"]))
-        elif step.fault == "split":
-            links = self.shape.split(self._minority(int(step.params["minority"])))
-        elif step.kind in ("toxic", "link"):
-            links = sorted({link for s in step.links for link in self.shape.expand(s, self.node_of)})
-        elif step.kind == "process":
-            if step.links == ("*",):
-                return [str(b) for b in self.broker_ids]
-            return [str(self.node_of(s)) for s in step.links]
-        else:
-            return []
+    def link_names(self, links: list[str]) -> list[str]:
         return [f"{self.prefix}-{link}" for link in links]
-
-    def node_of(self, role: str) -> int:
-        """``leader[:P]``, ``follower[:P]`` (an in-sync follower), ``controller``, ``broker-N`` or N."""
-        name, _, partition = role.partition(":")
-        if name == "controller":
-            return 0
-        if name.startswith("broker-"):
-            name = name[7:]
-        if name.isdigit():
-            return int(name)
-        if name not in ("leader", "follower"):
-            raise LinkSelectorError(f"{role!r}: not a node (leader, follower, controller or an id)")
-        state = self.partition_state(int(partition or 0))
-        if name == "leader":
-            if state.leader < 0:
-                raise LinkSelectorError(f"{self.topic}-{partition or 0} has no leader now")
-            return state.leader
-        followers = [b for b in state.isr if b != state.leader] or [
-            b for b in state.replicas if b != state.leader
-        ]
-        if not followers:
-            raise LinkSelectorError(f"{self.topic}-{partition or 0} has no follower")
-        return min(followers)
-
-    def _minority(self, size: int) -> list[int]:
-        """The leader of partition 0 and the lowest other ids: the leader must lose its majority."""
-        leader = self.node_of("leader")
-        return [leader, *[b for b in self.broker_ids if b != leader]][:size]
-
-    def admin(self, step: Step) -> None:
-        if step.fault == "elect":
-            request = ElectLeadersRequest(election_type=PREFERRED, topic_partitions=None, timeout_ms=30000)
-            self._ask(ELECT_LEADERS, 2, request)
-            return
-        partition = int(step.params["partition"])
-        replicas = list(self.partition_state(partition).replicas)
-        rotated = replicas[1:] + replicas[:1]  # the next broker becomes the preferred leader
-        R = AlterPartitionReassignmentsRequest
-        request = R(
-            timeout_ms=30000,
-            topics=[
-                R.ReassignableTopic(name=self.topic, partitions=[R.ReassignablePartition(partition, rotated)])
-            ],
-        )
-        self._ask(REASSIGN, 0, request)
-        election = ElectLeadersRequest(
-            election_type=PREFERRED,
-            topic_partitions=[ElectLeadersRequest.TopicPartitions(topic=self.topic, partitions=[partition])],
-            timeout_ms=30000,
-        )
-        self._ask(ELECT_LEADERS, 2, election)
-
-    def partition_state(self, partition: int) -> PartitionState:
-        state = self.topic_state().get(partition)
-        if state is None:
-            raise LinkSelectorError(f"no broker answered for {self.topic}-{partition}")
-        return state
-
-    def topic_state(self) -> dict[int, PartitionState]:
-        """Each partition's freshest state any broker reports (the highest leader epoch)."""
-        return freshest(self.topic_views())
-
-    def topic_views(self) -> dict[int, dict[int, PartitionState]]:
-        """Broker -> each partition's state as that broker's Metadata answers it (a broker that does not
-        answer is left out). The brokers are asked at once, so a frozen one costs one timeout, not one
-        per partition."""
-        if self.topic is None:
-            raise LinkSelectorError("no topic yet: roles name partitions of the workload's topic")
-        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)])
-
-        async def one(broker: int):
-            try:
-                return await self._call(broker, METADATA, 12, request)
-            except Exception:  # noqa: BLE001 - a dead or frozen broker has no say
-                return None
-
-        async def every():
-            return await asyncio.gather(*(one(b) for b in self.broker_ids))
-
-        views: dict[int, dict[int, PartitionState]] = {}
-        for broker, response in zip(self.broker_ids, asyncio.run(every()), strict=True):
-            if response is None:
-                continue
-            view = views[broker] = {}
-            for topic in response.topics:
-                for p in topic.partitions:
-                    # 9: REPLICA_NOT_AVAILABLE still names the leader; 5: LEADER_NOT_AVAILABLE, leaderless
-                    if p.error_code not in (0, 5, 9):
-                        continue
-                    state = PartitionState(p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes)
-                    view[p.partition_index] = state
-        return views
-
-    def _ask(self, api_key: int, version: int, body) -> Any:
-        last: Exception | None = None
-        for broker in self.broker_ids:
-            try:
-                return self._ask_one(broker, api_key, version, body)
-            except Exception as exc:  # noqa: BLE001 - try the next broker
-                last = exc
-        raise RuntimeError(f"no broker answered API {api_key}: {last}")
-
-    def _ask_one(self, broker: int, api_key: int, version: int, body) -> Any:
-        return asyncio.run(self._call(broker, api_key, version, body))
-
-    async def _call(self, broker: int, api_key: int, version: int, body) -> Any:
-        timeout = _ASK_TIMEOUT_S if api_key == METADATA else 35.0
-        async with await RawClient.connect(self.host, self.ports[broker], timeout=_ASK_TIMEOUT_S) as client:
-            return await client.call(api_key, version, body, timeout=timeout)

@@ -1,8 +1,10 @@
 """``kconform chaos``: scenarios from the catalogue against a target behind Toxiproxy, with a progress
-display and a verdict table; the exit code is 1 unless every scenario passed (a promise broken, a run
-that failed, or faults that never reached the client). ``--replay DIR`` runs the checkers again on the
-records a run left (no cluster, no network) and prints the same table with the same exit code; a
-record that cannot be read is exit code 2."""
+display and a verdict table; the exit code is 1 unless every scenario that ran passed (a promise broken,
+a run that failed, or faults that never reached the client), or when none ran. A scenario the target
+cannot run as written (on a docker cluster, a cut of one directed replication link) is shown as
+skipped, with the reason, and is no pass. ``--replay DIR`` runs the checkers again on the records a run
+left (no cluster, no network) and prints the same table with the same exit code; a record that cannot
+be read is exit code 2."""
 
 from __future__ import annotations
 
@@ -17,14 +19,16 @@ import click
     "--target",
     default="reference",
     show_default=True,
-    help="reference, reference:N (a replicated cluster) or rdkafka-mock[:BROKERS]",
+    help="reference, reference:N (a replicated cluster), docker:VERSION:N (Apache Kafka in containers, "
+    "a controller and N >= 2 brokers) or rdkafka-mock[:BROKERS]",
 )
 @click.option(
     "--catalogue",
     "catalogue_name",
     type=click.Choice(["default", "replication"]),
     default=None,
-    help="the scenario catalogue (default: replication on a reference:N cluster, else default)",
+    help="the scenario catalogue (default: replication on a reference:N or docker:VERSION:N cluster, "
+    "else default)",
 )
 @click.option(
     "--scenario", "names", multiple=True, help="a scenario name (repeatable); default: all for the target"
@@ -35,7 +39,8 @@ import click
     "--toxiproxy",
     "toxiproxy_url",
     default=None,
-    help="a Toxiproxy server's URL (default: toxiproxy-server on PATH, else the embedded one)",
+    help="a Toxiproxy server's URL (default: toxiproxy-server on PATH, else the embedded one; a docker "
+    "cluster runs its own)",
 )
 @click.option(
     "--out",
@@ -59,7 +64,7 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
 
     from kconform.faults.schedule import ScheduleError, parse_duration
 
-    from ..chaos.scenario_set import parse_target, run_chaos
+    from ..chaos.scenario_set import docker_cluster_of, parse_target, run_chaos
     from ..chaos.scenarios import load_catalogue
 
     console = Console(stderr=True)
@@ -68,8 +73,13 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
         return
     try:
         kind, _ = parse_target(target)
+        docker = docker_cluster_of(target)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
+    if docker is not None and toxiproxy_url is not None:
+        raise click.BadParameter(
+            f"{target} runs its own Toxiproxy container on the cluster's network", param_hint="--toxiproxy"
+        )
     catalogue = load_catalogue(name=catalogue_name or ("replication" if kind == "cluster" else "default"))
     if list_only:
         table = Table(title="kconform chaos scenarios")
@@ -120,8 +130,14 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
 
     show_results(results, f"kconform chaos on {target} ({duration} each)", console)
     console.print(f"run directory: {out} (chaos.json, traces/, replay/)")
-    if any(r.verdict != "pass" for r in results):
+    if failed(results):
         raise SystemExit(1)
+
+
+def failed(results) -> bool:
+    """A scenario that ran and did not pass, or none that ran: skipped ones prove nothing either way."""
+    ran = [r for r in results if r.verdict != "skipped"]
+    return not ran or any(r.verdict != "pass" for r in ran)
 
 
 def replay(directory: Path, names, console) -> None:
@@ -160,6 +176,9 @@ def show_results(results, title: str, console) -> None:
     for column in ("ok/fail/info", "felt as", "violations", "allowed, measured"):
         table.add_column(column)
     for r in results:
+        if r.verdict == "skipped":
+            table.add_row(r.scenario, "[yellow]skipped[/yellow]", "-", "-", "-", "-")
+            continue
         ops = r.operations
         colour = {"pass": "green", "violation": "red"}.get(r.verdict, "yellow")
         table.add_row(
@@ -172,6 +191,9 @@ def show_results(results, title: str, console) -> None:
         )
     Console().print(table)
     for r in results:
+        if r.verdict == "skipped":
+            console.print(f"[yellow]{r.scenario}: skipped: {r.reason}[/yellow]")
+            continue
         if r.error:
             console.print(f"[red]{r.scenario}: {r.error}[/red]")
         for v in r.violations:

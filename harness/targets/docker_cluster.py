@@ -10,13 +10,13 @@ broker's client, replication or controller traffic and kill, freeze and restart 
 
 What the containers and proxies are, and which links a proxy cut reaches (one inter-broker address per
 broker: replication is cut per destination broker, not per directed link), is decided in
-``docker_cluster_specs``. The interface the chaos layer drives is the reference cluster's: node ids
-(brokers 1..N; the controller is 100, and "0" or "controller" name it as in ``faults.cluster_links``),
-``processes`` (kill, stop, restart, freeze, thaw by node), ``network`` (the proxies as a
-``ToxiproxyDriver``), ``link_name``, ``bootstrap``, ``client_settings``, ``create_topic``,
-``broker_output``. Process faults go through the Docker API: kill is ``docker kill`` (SIGKILL), restart
-starts the same container again on its volume, freeze and thaw are ``docker pause``/``unpause`` (the
-cgroup freezer: SIGSTOP without the signal), stop is ``docker stop`` (SIGTERM: a controlled shutdown).
+``docker_cluster_specs``. The chaos layer (``chaos.docker_topology``) drives it by node ids (brokers
+1..N; the controller is 100, and "0" or "controller" name it as in ``faults.cluster_links``):
+``kill``, ``stop_node``, ``restart_node``, ``freeze``, ``thaw``, and through its proxies (``network``,
+a ``ToxiproxyDriver``; ``links_for``), ``bootstrap``, ``direct_addresses``, ``broker_output``. Process
+faults go through the Docker API: kill is ``docker kill`` (SIGKILL), restart starts the same container
+again on its volume, freeze and thaw are ``docker pause``/``unpause`` (the cgroup freezer: SIGSTOP
+without the signal), stop is ``docker stop`` (SIGTERM: a controlled shutdown).
 
 The target starts its own Toxiproxy, and toxiproxy-python keeps one server address per process: while it
 runs, the process's Toxiproxy client talks to this one."""
@@ -58,31 +58,6 @@ def connect_toxiproxy(url: str) -> Any | None:
             return handle.client
     except RuntimeError:
         return None
-
-
-class _Processes:
-    """The nemesis's ProcessDriver: node ids as strings ("0" and "controller" are the controller)."""
-
-    def __init__(self, target: DockerClusterTarget) -> None:
-        self._target = target
-
-    def nodes(self) -> list[str]:
-        return [str(b) for b in self._target.broker_ids]
-
-    def kill(self, node: str) -> None:
-        self._target.kill(self._target.node_id(node))
-
-    def stop(self, node: str) -> None:
-        self._target.stop_node(self._target.node_id(node))
-
-    def restart(self, node: str) -> None:
-        self._target.restart_node(self._target.node_id(node))
-
-    def freeze(self, node: str) -> None:
-        self._target.freeze(self._target.node_id(node))
-
-    def thaw(self, node: str) -> None:
-        self._target.thaw(self._target.node_id(node))
 
 
 class _Faults(FaultHooks):
@@ -292,10 +267,6 @@ class DockerClusterTarget(DockerTarget):
             container.unpause()
             container.reload()
         return container
-
-    @property
-    def processes(self) -> _Processes:
-        return _Processes(self)
 
     @property
     def faults(self) -> FaultHooks:

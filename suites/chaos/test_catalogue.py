@@ -100,7 +100,8 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     runner = CliRunner()
     for args, message in [
         (["chaos", "--scenario", "nope"], "unknown scenario"),
-        (["chaos", "--target", "docker"], "reference[:N] or rdkafka-mock"),
+        (["chaos", "--target", "bogus"], "reference[:N], docker:VERSION:N or rdkafka-mock"),
+        (["chaos", "--target", "docker"], "docker:VERSION:N with N >= 2 brokers"),
         (["chaos", "--duration", "1s"], "at least 4s"),
         (["chaos", "--target", "rdkafka-mock", "--scenario", "broker-freeze"], "do not run on rdkafka-mock"),
     ]:
