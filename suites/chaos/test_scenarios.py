@@ -4,7 +4,7 @@ clear error naming the scenario."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kconform.harness.chaos.scenarios import QUIET_TAIL, CatalogueError, load_catalogue
@@ -27,6 +27,7 @@ def test_the_catalogue_has_the_scenarios_the_issue_names():
 
 
 @given(st.sampled_from(sorted(CATALOGUE)), st.floats(4, 120))
+@example("acks0-resets", 8.667064433014303)  # a last cycle under a millisecond long: dropped
 def test_storms_fill_the_run_between_the_start_and_the_quiet_tail(name, duration):
     scenario = CATALOGUE[name]
     schedule = scenario.schedule(duration)
@@ -40,9 +41,9 @@ def test_storms_fill_the_run_between_the_start_and_the_quiet_tail(name, duration
             for s in schedule.steps
             if s.fault == storm.fault and s.params.items() >= storm.params.items()
         ]
-        expected = (
-            0 if end <= scenario.start else int((end - scenario.start - 1e-9) // (storm.on + storm.off)) + 1
-        )
+        # a cycle starts every on + off until the quiet tail; one left with under a millisecond is dropped
+        starts = [scenario.start + k * (storm.on + storm.off) for k in range(int(duration / storm.on) + 2)]
+        expected = sum(1 for t in starts if t < end and round(min(storm.on, end - t), 3) > 0)
         assert len(ats) >= expected if len(scenario.storms) > 1 else len(ats) == expected
     assert scenario.schedule(duration) == schedule  # pure
 
