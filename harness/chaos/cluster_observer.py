@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 
 __all__ = ["BrokerViewChange", "ClusterObserver", "StateChange", "changes", "count_truncations", "freshest"]
 
-TRUNCATION_MARK = "truncated"  # what the reference broker's follower log line says
+# what a log line that cut a log back says: the reference broker's follower ("t-0 truncated to 7: ..."),
+# Apache Kafka's UnifiedLog.truncateTo ("Truncating to offset 7", only when it cuts; a truncation
+# that cuts nothing says "Truncating to 7 has no effect")
+TRUNCATION_MARKS = ("truncated", "truncating to offset")
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def freshest(views: dict) -> dict:
 
 
 def count_truncations(lines: Iterable[str]) -> int:
-    return sum(1 for line in lines if TRUNCATION_MARK in line.lower())
+    return sum(1 for line in lines if any(mark in line.lower() for mark in TRUNCATION_MARKS))
 
 
 @dataclass(frozen=True)
