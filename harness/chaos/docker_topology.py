@@ -4,16 +4,14 @@ cluster is (``cluster_topology``), so the replication catalogue runs on it uncha
 
 Links keep their cluster names (``faults.cluster_links``: ``client-<b>``, ``ctrl-<b>``,
 ``repl-<f>-<l>``) from the schedule to the fault log, so the checks that read replication cuts from the
-log read them here as on the reference cluster; only ``DockerLinks`` turns them into the containers'
-proxies. Those are coarser: every broker reaches broker l's inter-broker listener through one proxy,
-``repl-to-<l>`` (``docker_cluster_specs``), so no step can cut ``repl-1-2`` and leave ``repl-3-2``.
-``unsupported`` finds such steps before a run, and the scenario is skipped with the reason; a step that
-still comes out wider when it starts (a role that lands on an id the same step names) is refused, so
-its run ends "faults-not-applied", never "pass"."""
+log read them here as on the reference cluster; ``DockerLinks`` hands each to the container's proxy of
+the same name (one per directed link: ``docker_cluster_specs``), so every cut is exactly the one asked
+for. ``unsupported`` and ``link_names`` stay as the guard should a layout ever cut wider: a step whose
+cut reaches links it does not name is skipped before a run, or refused when it starts, so its run ends
+"faults-not-applied", never "pass"."""
 
 from __future__ import annotations
 
-import collections
 from typing import Any
 
 from kconform.faults.cluster_links import ClusterLinks, LinkSelectorError
@@ -27,12 +25,13 @@ from .cluster_topology import ClusterRoles, NodeProcesses, step_links
 
 __all__ = ["DockerLinks", "ProxiedDockerCluster", "unsupported"]
 
-_WHY = "a docker cluster has one replication proxy per destination broker (repl-to-<b>), not one per link"
+_WHY = "the docker cluster's proxies carry more links than the step names"
 
 
 def unsupported(schedule: Schedule, brokers: tuple[int, ...]) -> str | None:
     """Why a docker cluster of these brokers cannot run ``schedule`` as written (its first step whose
-    cut reaches links the step does not name), or None. Roles are stood in for (leader: the first
+    cut reaches links the step does not name), or None: always None while every link has a proxy of
+    its own, kept as the guard for a layout that cuts wider. Roles are stood in for (leader: the first
     broker, follower: the second, controller: node 0): every broker sits alike in the links' shape, so
     which one leads does not change how wide a cut is. A step that names no link of this cluster is
     left for the run to report."""
@@ -58,34 +57,26 @@ def unsupported(schedule: Schedule, brokers: tuple[int, ...]) -> str | None:
 
 
 class DockerLinks:
-    """The nemesis's NetworkDriver on cluster links, through the docker cluster's proxies. Links of one
-    step can share a proxy (``repl-1-2`` and ``repl-3-2`` are both ``repl-to-2``): a toxic goes on the
-    proxy with the first of them and comes off with the last."""
+    """The nemesis's NetworkDriver on cluster links, through the docker cluster's proxies: each link is
+    its own proxy, of the same name."""
 
     def __init__(self, toxiproxy: Any, brokers: tuple[int, ...]) -> None:
         self._proxies = ToxiproxyDriver(toxiproxy)
         self._brokers = brokers
-        self._toxics: collections.Counter[tuple[str, str]] = collections.Counter()  # (proxy, toxic)
 
     def links(self) -> list[str]:
         return ClusterLinks(self._brokers).all()
 
     def proxy_of(self, link: str) -> str:
+        """The link's proxy; a name that is no link of this cluster is a ``TargetError``."""
         [proxy], _ = cover([link], self._brokers)
         return proxy
 
     def add_toxic(self, link: str, name: str, type: str, stream: str, attributes: dict) -> None:
-        key = (self.proxy_of(link), name)
-        if not self._toxics[key]:
-            self._proxies.add_toxic(key[0], name, type, stream, attributes)
-        self._toxics[key] += 1
+        self._proxies.add_toxic(self.proxy_of(link), name, type, stream, attributes)
 
     def remove_toxic(self, link: str, name: str) -> None:
-        key = (self.proxy_of(link), name)
-        self._toxics[key] -= 1
-        if self._toxics[key] <= 0:
-            del self._toxics[key]
-            self._proxies.remove_toxic(key[0], name)
+        self._proxies.remove_toxic(self.proxy_of(link), name)
 
     def set_enabled(self, link: str, enabled: bool) -> None:
         self._proxies.set_enabled(self.proxy_of(link), enabled)

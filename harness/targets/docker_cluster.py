@@ -5,25 +5,25 @@ broker's client, replication or controller traffic and kill, freeze and restart 
     with DockerClusterTarget("docker:4.1.0:3", version="4.1.0", brokers=3) as target:
         target.bootstrap            # "127.0.0.1:40123,..." (the client proxies)
         target.toxiproxy_url        # "http://127.0.0.1:40122"
-        target.links()              # ["client-1", "ctrl-1", "repl-to-1", ...]
+        target.links()              # ["client-1", ..., "ctrl-1", ..., "repl-1-2", "repl-1-3", ...]
         target.kill(2); target.restart_node(2)
 
-What the containers and proxies are, and which links a proxy cut reaches (one inter-broker address per
-broker: replication is cut per destination broker, not per directed link), is decided in
-``docker_cluster_specs``. The chaos layer (``chaos.docker_topology``) drives it by node ids (brokers
-1..N; the controller is 100, and "0" or "controller" name it as in ``faults.cluster_links``):
-``kill``, ``stop_node``, ``restart_node``, ``freeze``, ``thaw``, and through its proxies (``network``,
-a ``ToxiproxyDriver``; ``links_for``), ``bootstrap``, ``direct_addresses``, ``broker_output``. Process
-faults go through the Docker API: kill is ``docker kill`` (SIGKILL), restart starts the same container
-again on its volume, freeze and thaw are ``docker pause``/``unpause`` (the cgroup freezer: SIGSTOP
-without the signal), stop is ``docker stop`` (SIGTERM: a controlled shutdown).
+What the containers, networks and proxies are (a proxy per cluster link, replication ones told apart by
+the per-broker lane network they listen on) is decided in ``docker_cluster_specs``. The chaos layer
+(``chaos.docker_topology``) drives it by node ids (brokers 1..N; the controller is 100, and "0" or
+"controller" name it as in ``faults.cluster_links``): ``kill``, ``stop_node``, ``restart_node``,
+``freeze``, ``thaw``, and through its proxies (``network``, a ``ToxiproxyDriver``; ``links_for``),
+``bootstrap``, ``direct_addresses``, ``broker_output``. Process faults go through the Docker API: kill
+is ``docker kill`` (SIGKILL), restart starts the same container again on its volume, freeze and thaw are
+``docker pause``/``unpause`` (the cgroup freezer: SIGSTOP without the signal), stop is ``docker stop``
+(SIGTERM: a controlled shutdown).
 
 The target starts its own Toxiproxy, and toxiproxy-python keeps one server address per process: while it
 runs, the process's Toxiproxy client talks to this one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from docker import errors as docker_errors
@@ -33,10 +33,12 @@ from kconform.faults.nemesis import ToxiproxyDriver
 from .base import FaultHooks, TargetError
 from .docker_cluster_specs import (
     DATA_DIR,
+    INTERBROKER_ALIAS,
     MAX_BROKERS,
     TOXIPROXY_IMAGE,
     ClusterPlan,
     ContainerSpec,
+    ProxySpec,
     cluster_version,
     cover,
     plan_cluster,
@@ -98,6 +100,7 @@ class DockerClusterTarget(DockerTarget):
         self.plan: ClusterPlan | None = None
         self.toxiproxy: Any = None  # the toxiproxy-python client, once the server answers
         self.proxies: dict[str, Any] = {}  # link name -> proxy
+        self._lanes: dict[int, Any] = {}  # broker -> its lane network
         self._connect_toxiproxy = toxiproxy
         self._down: set[int] = set()  # nodes a fault took down on purpose
 
@@ -121,32 +124,39 @@ class DockerClusterTarget(DockerTarget):
         )
 
     def _launch(self) -> None:
-        """Network, volumes, Toxiproxy and its proxies (brokers dial the controller through them from
-        their first moment), the controller, the brokers; then wait until every broker answers through
-        its client proxy and Metadata lists them all."""
+        """Networks, volumes, Toxiproxy on every lane and its proxies (brokers dial the controller through
+        them from their first moment), the controller, the brokers each on its lane; then wait until every
+        broker answers through its client proxy and Metadata lists them all."""
         plan = self.plan
         self._network = self._client.networks.create(plan.network, driver="bridge", labels=self.labels)
+        for broker, lane in plan.lanes.items():
+            self._lanes[broker] = self._client.networks.create(lane, driver="bridge", labels=self.labels)
         for spec in plan.nodes:
             self._volumes.append(
                 self._client.volumes.create(name=spec.volume, driver="local", labels=self.labels)
             )
-        self._containers["toxiproxy"] = self._run_spec(plan.toxiproxy, self.toxiproxy_image)
+        toxiproxy = self._start_spec(plan.toxiproxy, self.toxiproxy_image, list(self._lanes.values()))
         self.toxiproxy = self._await_toxiproxy(plan.toxiproxy_url)
+        lane_ips = self._addresses_on(toxiproxy, plan.lanes.values())
         for proxy in plan.proxies:
-            try:
-                self.proxies[proxy.name] = self.toxiproxy.create(
-                    upstream=proxy.upstream, name=proxy.name, listen=proxy.listen
-                )
-            except Exception as exc:  # noqa: BLE001 - toxiproxy-python raises requests' errors and its own
-                raise TargetError(
-                    f"Toxiproxy at {plan.toxiproxy_url} refused the proxy {proxy.name} "
-                    f"({proxy.listen} -> {proxy.upstream}): {exc}"
-                ) from exc
+            self.proxies[proxy.name] = self._create_proxy(proxy, proxy.listen(lane_ips))
         for spec in plan.nodes:
-            self._containers[spec.node_id] = self._run_spec(spec, self.image)
+            lanes = [self._lanes[spec.node_id]] if spec.node_id in self._lanes else []
+            self._start_spec(spec, self.image, lanes)
         self._wait_until_ready(plan.client_addresses, self.startup_timeout)
 
-    def _run_spec(self, spec: ContainerSpec, image: str) -> Any:
+    def _start_spec(self, spec: ContainerSpec, image: str, lanes: list[Any]) -> Any:
+        """Create the container, join it to its lanes, then start it: a broker's first lookup of
+        ``interbroker`` already finds Toxiproxy. Registered on creation, so a failed start removes it."""
+        key = spec.node_id if spec.node_id is not None else spec.role
+        container = self._containers[key] = self._client.containers.create(image, **self._options(spec))
+        for lane in lanes:
+            aliases = [INTERBROKER_ALIAS] if spec.role == "toxiproxy" else None
+            lane.connect(container, aliases=aliases)
+        container.start()
+        return container
+
+    def _options(self, spec: ContainerSpec) -> dict[str, Any]:
         labels = {**self.labels, "kconform.roles": spec.role}
         if spec.node_id is not None:
             labels["kconform.node-id"] = str(spec.node_id)
@@ -162,7 +172,26 @@ class DockerClusterTarget(DockerTarget):
             options["ports"] = dict(spec.ports)
         if spec.volume:
             options["volumes"] = {spec.volume: {"bind": DATA_DIR, "mode": "rw"}}
-        return self._client.containers.run(image, **options)
+        return options
+
+    @staticmethod
+    def _addresses_on(container: Any, networks: Iterable[str]) -> dict[str, str]:
+        """The container's IP on each of ``networks`` (names), as the engine reports it."""
+        container.reload()
+        attached = container.attrs["NetworkSettings"]["Networks"]
+        missing = [n for n in networks if not (attached.get(n) or {}).get("IPAddress")]
+        if missing:
+            raise TargetError(f"container {container.name} has no IP address on {', '.join(missing)}")
+        return {n: attached[n]["IPAddress"] for n in networks}
+
+    def _create_proxy(self, proxy: ProxySpec, listen: str) -> Any:
+        try:
+            return self.toxiproxy.create(upstream=proxy.upstream, name=proxy.name, listen=listen)
+        except Exception as exc:  # noqa: BLE001 - toxiproxy-python raises requests' errors and its own
+            raise TargetError(
+                f"Toxiproxy at {self.plan.toxiproxy_url} refused the proxy {proxy.name} "
+                f"({listen} -> {proxy.upstream}): {exc}"
+            ) from exc
 
     def _await_toxiproxy(self, url: str) -> Any:
         deadline = self._clock() + self.startup_timeout
@@ -178,11 +207,17 @@ class DockerClusterTarget(DockerTarget):
             self._sleep(1.0)
 
     def stop(self) -> None:
-        """Remove every container (Toxiproxy's proxies go with it), volume and the network."""
+        """Remove every container (Toxiproxy's proxies go with it), volume and network, lanes too."""
         self.proxies.clear()
         self.toxiproxy = None
         self._down.clear()
         super().stop()
+
+    def _remove_networks(self) -> None:
+        for broker, lane in list(self._lanes.items()):
+            self._remove_network(lane)
+            del self._lanes[broker]
+        super()._remove_networks()
 
     def restart(self) -> None:
         """Restart every node on its own volume, the controller first (brokers recover their logs as
@@ -280,7 +315,7 @@ class DockerClusterTarget(DockerTarget):
         return self.plan.toxiproxy_url
 
     def links(self) -> list[str]:
-        """Every proxy: client-<b>, ctrl-<b>, repl-to-<b>."""
+        """Every proxy, named for its cluster link: client-<b>, ctrl-<b>, repl-<f>-<l>."""
         return sorted(self.proxies)
 
     def link_name(self, node_id: int) -> str:
@@ -288,8 +323,8 @@ class DockerClusterTarget(DockerTarget):
         return f"client-{self.node_id(node_id)}"
 
     def links_for(self, cluster_links: list[str]) -> tuple[list[str], list[str]]:
-        """The proxies that cut the given cluster links, and the links they cut beyond those
-        (``docker_cluster_specs.cover``)."""
+        """The proxies that cut the given cluster links (their namesakes), and the links they cut beyond
+        those: none (``docker_cluster_specs.cover``)."""
         return cover(cluster_links, self.broker_ids)
 
     @property

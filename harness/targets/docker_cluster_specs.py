@@ -2,15 +2,18 @@
 containers, their environment and volumes, the Toxiproxy proxies on every link, and which cluster links a
 cut of each proxy reaches.
 
-Layout, all on a bridge network ``kconform-<run>`` of its own:
+Layout, on a bridge network ``kconform-<run>`` of its own:
 
 - ``kconform-<run>-controller-100``: the KRaft controller (``process.roles=controller``);
 - ``kconform-<run>-kafka-<b>``, b = 1..N: brokers (``process.roles=broker``);
 - ``kconform-<run>-toxiproxy``: ghcr.io/shopify/toxiproxy, its API published on 127.0.0.1;
 - one named volume per Kafka node at the image's data volume ``/var/lib/kafka/data`` (``log.dirs``), so
-  a node killed and started again recovers its own log, as after a crash.
+  a node killed and started again recovers its own log, as after a crash;
+- one more bridge network per broker f, its lane ``kconform-<run>-lane-<f>``: broker f and the Toxiproxy
+  container are its only members, Toxiproxy with the network alias ``interbroker``.
 
-Links: every connection between processes goes through a proxy named for the traffic it carries.
+Links: every connection between processes goes through a proxy named for the traffic it carries, so a
+cut of a proxy is a cut of exactly the cluster link of the same name (``faults.cluster_links``).
 
 - ``client-<b>``: clients to broker b. The proxy listens on :2200b in the Toxiproxy container, published
   on 127.0.0.1 at a free host port, and b advertises that address on its EXTERNAL listener.
@@ -20,26 +23,23 @@ Links: every connection between processes goes through a proxy named for the tra
   (KIP-853) the controller also tells brokers its own address for the listener they came in on, in Fetch
   answers; the image refuses ``advertised.listeners`` on a controller, so the controller's hostname is the
   Toxiproxy container's name, and the address it tells broker b is again ``toxiproxy:2100b``.
-- ``repl-to-<b>``: every inter-broker connection dialled to broker b (followers fetching from b, and the
-  WriteTxnMarkers and AddPartitionsToTxn other brokers send b). b advertises ``toxiproxy:2000b`` on its
-  inter-broker listener INTERNAL.
+- ``repl-<f>-<l>``: every inter-broker connection broker f dials to broker l (f fetching from l, and the
+  WriteTxnMarkers and AddPartitionsToTxn f sends l). Kafka gives l one advertised address per listener,
+  so l advertises ``interbroker:2000l`` on its inter-broker listener INTERNAL, and the name is what
+  differs between dialers: docker's DNS answers an alias per network, and from broker f's container
+  ``interbroker`` is Toxiproxy's IP on lane f. So ``repl-<f>-<l>`` listens on that IP at :2000l, and the
+  N-1 proxies of port 2000l are told apart by the lane they listen on. Their listen addresses exist only
+  once Toxiproxy has joined the lanes, so ``ProxySpec`` names the lane and the target fills in the IP.
 
-Granularity. Kafka gives a broker one advertised address per listener, and every broker reaches b's
-inter-broker listener at that one address, so the inter-broker proxy is per destination, not per directed
-link: cutting ``repl-to-<b>`` cuts every broker's fetches from b (and what else they send b), while b
-keeps fetching from the others. What can be cut: all replication into broker b (``repl-to-<b>``), all of
-it (every ``repl-to-*``), clients from b (``client-<b>``), b from the controller (``ctrl-<b>``, exact), and
-a broker from everything (all three). What cannot: one directed link ``repl-<f>-<l>`` alone (follower f
-from leader l while other followers still fetch from l). ``cover`` says which cluster links (the names of
-``faults.cluster_links``) a set of docker cuts reaches and which asked-for cuts come out wider."""
+``cover`` says which proxies carry a set of cluster links: the ones of the same names, never more."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kconform.faults.cluster_links import client_link, controller_link
+from kconform.faults.cluster_links import client_link, controller_link, replication_link
 
 from .base import TargetError
 from .docker_specs import (
@@ -55,6 +55,7 @@ from .docker_specs import (
 __all__ = [
     "CHAOS_SETTINGS",
     "DATA_DIR",
+    "INTERBROKER_ALIAS",
     "TOXIPROXY_API_PORT",
     "TOXIPROXY_IMAGE",
     "ClusterPlan",
@@ -64,13 +65,13 @@ __all__ = [
     "cover",
     "plan_cluster",
     "property_env",
-    "replication_into",
 ]
 
 TOXIPROXY_IMAGE = "ghcr.io/shopify/toxiproxy:2.12.0"
 TOXIPROXY_API_PORT = 8474
 DATA_DIR = "/var/lib/kafka/data"  # a VOLUME of the apache/kafka image, owned by its user
-REPL_PROXY_BASE = 20000  # repl-to-b listens on 20000 + b in the Toxiproxy container
+INTERBROKER_ALIAS = "interbroker"  # Toxiproxy's alias on every lane, in the brokers' INTERNAL addresses
+REPL_PROXY_BASE = 20000  # repl-f-l listens on 20000 + l, at Toxiproxy's IP on lane f
 CTRL_PROXY_BASE = 21000  # ctrl-b, and the controller's listener CTRL_b, on 21000 + b
 CLIENT_PROXY_BASE = 22000  # client-b on 22000 + b, published on 127.0.0.1
 MAX_BROKERS = 999  # the proxy port ranges above hold this many
@@ -113,10 +114,6 @@ def property_env(name: str) -> str:
     return "KAFKA_" + name.replace("_", "__").replace("-", "___").replace(".", "_").upper()
 
 
-def replication_into(broker: int) -> str:
-    return f"repl-to-{broker}"
-
-
 @dataclass(frozen=True, slots=True)
 class ContainerSpec:
     """One container: its name (also its hostname unless ``hostname`` says otherwise), node id (None for
@@ -133,14 +130,24 @@ class ContainerSpec:
 
 @dataclass(frozen=True, slots=True)
 class ProxySpec:
+    """A proxy listening at ``port`` in the Toxiproxy container: on every address, or with ``lane`` on
+    its IP on that network only (proxies of one port, one per lane)."""
+
     name: str
-    listen: str  # inside the Toxiproxy container
+    port: int
     upstream: str
+    lane: str | None = None
+
+    def listen(self, lane_ips: Mapping[str, str]) -> str:
+        """Its listen address, given Toxiproxy's IP on each lane (known once the container runs)."""
+        host = lane_ips[self.lane] if self.lane else "0.0.0.0"
+        return f"{host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterPlan:
     network: str
+    lanes: dict[int, str]  # broker f -> its lane, the network on which it reaches Toxiproxy's repl-f-*
     toxiproxy: ContainerSpec
     nodes: list[ContainerSpec]  # start order: the controller, then brokers 1..N
     proxies: list[ProxySpec]
@@ -233,7 +240,8 @@ def plan_cluster(
             "KAFKA_CONTROLLER_LISTENER_NAMES": ctrl[b],
             "KAFKA_LISTENERS": f"INTERNAL://:{INTERNAL_PORT},EXTERNAL://:{EXTERNAL_PORT}",
             "KAFKA_ADVERTISED_LISTENERS": (
-                f"INTERNAL://{proxy_host}:{REPL_PROXY_BASE + b},EXTERNAL://127.0.0.1:{client_ports[b - 1]}"
+                f"INTERNAL://{INTERBROKER_ALIAS}:{REPL_PROXY_BASE + b},"
+                f"EXTERNAL://127.0.0.1:{client_ports[b - 1]}"
             ),
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
                 f"{ctrl[b]}:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
@@ -252,21 +260,31 @@ def plan_cluster(
                 hostname=broker,
             )
         )
+    lanes = {f: f"{name}-lane-{f}" for f in ids}
     proxies = []
     for b in ids:
         broker = f"{name}-kafka-{b}"
         proxies += [
-            ProxySpec(client_link(b), f"0.0.0.0:{CLIENT_PROXY_BASE + b}", f"{broker}:{EXTERNAL_PORT}"),
-            ProxySpec(
-                controller_link(b), f"0.0.0.0:{CTRL_PROXY_BASE + b}", f"{controller}:{CTRL_PROXY_BASE + b}"
-            ),
-            ProxySpec(replication_into(b), f"0.0.0.0:{REPL_PROXY_BASE + b}", f"{broker}:{INTERNAL_PORT}"),
+            ProxySpec(client_link(b), CLIENT_PROXY_BASE + b, f"{broker}:{EXTERNAL_PORT}"),
+            ProxySpec(controller_link(b), CTRL_PROXY_BASE + b, f"{controller}:{CTRL_PROXY_BASE + b}"),
         ]
+    proxies += [
+        ProxySpec(
+            replication_link(f, leader),
+            REPL_PROXY_BASE + leader,
+            f"{name}-kafka-{leader}:{INTERNAL_PORT}",
+            lanes[f],
+        )
+        for f in ids
+        for leader in ids
+        if f != leader
+    ]
     toxiproxy_ports = {f"{TOXIPROXY_API_PORT}/tcp": ("127.0.0.1", api_port)}
     toxiproxy_ports |= {f"{CLIENT_PROXY_BASE + b}/tcp": ("127.0.0.1", client_ports[b - 1]) for b in ids}
     toxiproxy = ContainerSpec(proxy_host, None, "toxiproxy", {}, toxiproxy_ports, None, proxy_host)
     return ClusterPlan(
         network=name,
+        lanes=lanes,
         toxiproxy=toxiproxy,
         nodes=nodes,
         proxies=proxies,
@@ -279,26 +297,20 @@ def plan_cluster(
 def cover(links: Iterable[str], brokers: Iterable[int]) -> tuple[list[str], list[str]]:
     """The docker proxies that carry the given cluster links (``client-<b>``, ``ctrl-<b>``,
     ``repl-<f>-<l>`` as ``faults.cluster_links`` names them), and the cluster links those proxies cut
-    beyond the given ones: ``repl-<f>-<l>`` is carried by ``repl-to-<l>``, through which every broker
-    dials l. An empty second list means the cut is exact.
+    beyond the given ones. Every link has a proxy of its own name, so the second list is empty: the
+    callers keep it as the guard it was when replication was cut per destination broker.
 
-        cover(["repl-1-2", "client-3"], [1, 2, 3]) == (["client-3", "repl-to-2"], ["repl-3-2"])"""
+        cover(["repl-1-2", "client-3"], [1, 2, 3]) == (["client-3", "repl-1-2"], [])"""
     brokers = sorted(brokers)
-    asked = set(links)
-    proxies: set[str] = set()
-    for link in sorted(asked):
-        kind, _, rest = link.partition("-")
-        nodes = rest.split("-")
-        if not all(n.isdigit() and int(n) in brokers for n in nodes) or len(set(nodes)) != len(nodes):
-            raise TargetError(f"{link!r} names no link of brokers {brokers}")
-        if kind in ("client", "ctrl") and len(nodes) == 1:
-            proxies.add(link)
-        elif kind == "repl" and len(nodes) == 2:
-            proxies.add(replication_into(int(nodes[1])))
-        else:
-            raise TargetError(f"{link!r} is not a cluster link (client-<b>, ctrl-<b>, repl-<f>-<l>)")
-    reached = {p for p in proxies if not p.startswith("repl-to-")}
-    for proxy in proxies - reached:
-        leader = int(proxy.rsplit("-", 1)[1])
-        reached |= {f"repl-{f}-{leader}" for f in brokers if f != leader}
-    return sorted(proxies), sorted(reached - asked)
+    for link in links:
+        _check_link(link, brokers)
+    return sorted(set(links)), []
+
+
+def _check_link(link: str, brokers: list[int]) -> None:
+    kind, _, rest = link.partition("-")
+    nodes = rest.split("-")
+    if not all(n.isdigit() and int(n) in brokers for n in nodes) or len(set(nodes)) != len(nodes):
+        raise TargetError(f"{link!r} names no link of brokers {brokers}")
+    if (kind, len(nodes)) not in (("client", 1), ("ctrl", 1), ("repl", 2)):
+        raise TargetError(f"{link!r} is not a cluster link (client-<b>, ctrl-<b>, repl-<f>-<l>)")

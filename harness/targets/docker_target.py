@@ -223,15 +223,23 @@ class DockerTarget(Target):
             except docker_errors.APIError as exc:
                 raise TargetError(f"could not remove volume {volume.name}: {exc}") from exc
         self._volumes.clear()
-        if self._network is not None:
-            try:
-                self._network.remove()
-            except docker_errors.NotFound:
-                pass
-            self._network = None
+        self._remove_networks()
         if self._owns_client and self._client is not None:
             self._client.close()
             self._client = None
+
+    def _remove_networks(self) -> None:
+        """After the containers, which a network keeps until they are gone."""
+        if self._network is not None:
+            self._remove_network(self._network)
+            self._network = None
+
+    @staticmethod
+    def _remove_network(network: Any) -> None:
+        try:
+            network.remove()
+        except docker_errors.NotFound:
+            pass
 
     def _ensure_image(self, image: str | None = None) -> None:
         """Pull ``image`` (the Kafka image by default) unless the engine has it."""

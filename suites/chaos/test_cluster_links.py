@@ -148,8 +148,8 @@ def test_two_samples_of_a_partition_give_its_events():
     assert changes((1, 4, (1, 2, 3), (1,)), (-1, 5, (1, 2, 3), (1,))) == ("leader-changes", "leaderless")
     assert count_truncations(["INFO fetched", "WARNING t-0: truncated 3 records to offset 7"]) == 1
     kafka = [  # Apache Kafka's UnifiedLog.truncateTo, when it cuts and when it has nothing to cut
-        "[2026-11-26 10:00:01,123] INFO [UnifiedLog partition=t-0, dir=/var/lib/kafka] Truncating to offset 7",
-        "[2026-11-26 10:00:02,456] INFO [UnifiedLog partition=t-1, dir=/var/lib/kafka] Truncating to 9 has "
+        "[2026-11-26 10:00:01,123] INFO [UnifiedLog partition=t-0, dir=/data] Truncating to offset 7",
+        "[2026-11-26 10:00:02,456] INFO [UnifiedLog partition=t-1, dir=/data] Truncating to 9 has "
         "no effect as the largest offset in the log is 8",
     ]
     assert count_truncations(kafka) == 1

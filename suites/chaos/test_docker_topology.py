@@ -3,8 +3,9 @@ clients (``support.fake_docker``) record the containers, proxies, ``docker kill`
 and Toxiproxy calls the chaos layer makes. Roles need a Kafka that answers Metadata, so a three-broker
 reference cluster listens where the containers' published ports would be: roles resolve against its
 real partition state, and each fault of the replication catalogue is checked against the container
-and proxy names of the broker that really leads (or follows, or controls). Scenarios whose cuts the
-docker layout cannot make alone are skipped with the reason, never passed."""
+and proxy names of the broker that really leads (or follows, or controls). Every cluster link has a
+proxy of its own, so no scenario is skipped for a cut the layout cannot make alone; should one ever be,
+it is skipped with the reason, never passed."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 from kconform.faults.cluster_links import ClusterLinks
 from kconform.faults.nemesis import Nemesis, plan
 from kconform.faults.schedule import Schedule, schedule_from_data
+from kconform.harness.chaos import scenario_set
 from kconform.harness.chaos.cluster_topology import CHAOS_CLUSTER_SETTINGS
 from kconform.harness.chaos.docker_topology import DockerLinks, ProxiedDockerCluster, unsupported
 from kconform.harness.chaos.replication_cuts import replication_cuts
@@ -33,6 +35,7 @@ from kconform.harness.chaos.scenarios import load_catalogue
 from kconform.harness.cli import cli
 from kconform.harness.cli.chaos import chaos as chaos_command
 from kconform.harness.cli.chaos import failed
+from kconform.harness.targets.base import TargetError
 from kconform.harness.targets.docker_cluster_specs import CHAOS_SETTINGS, TOXIPROXY_IMAGE
 from kconform.harness.targets.docker_target import DEFAULT_MATRIX
 from kconform.reference_broker.cluster_processes import start_cluster
@@ -131,7 +134,11 @@ def test_a_bad_docker_spec_is_a_clear_error(spec, message):
 
 # ---- which scenarios the docker layout can cut --------------------------------------------------
 
-RUNS_ON_DOCKER = {
+# the scenarios whose faults each test below replays against the fake proxies and containers
+REPLAYED = {
+    "leader-isolated-from-followers",
+    "follower-cut-from-leader",
+    "replication-bandwidth",
     "leader-isolated-from-clients",
     "controller-isolated",
     "replication-latency",
@@ -140,7 +147,6 @@ RUNS_ON_DOCKER = {
     "follower-killed",
     "controller-and-leader-killed",
     "leader-bounced-cleanly",
-    "reassignment-under-load",
     "transactions-leader-killed",
     "leader-killed-while-followers-lag",
     "group-kip848-leader-killed",
@@ -148,17 +154,23 @@ RUNS_ON_DOCKER = {
 }
 
 
-def test_scenarios_that_need_one_directed_replication_link_cut_are_unsupported_with_the_reason():
-    reasons = {n: unsupported(s.schedule(20.0), (1, 2, 3)) for n, s in CATALOGUE.items()}
-    assert {n for n, r in reasons.items() if r is None} == RUNS_ON_DOCKER
-    assert reasons["leader-isolated-from-followers"] == (
+def test_every_replication_scenario_is_cut_exactly_so_none_is_unsupported():
+    assert len(CATALOGUE) == 25
+    for brokers in ((1, 2, 3), (1, 2)):
+        assert {n: unsupported(s.schedule(20.0), brokers) for n, s in CATALOGUE.items()} == dict.fromkeys(
+            CATALOGUE
+        )
+
+
+def test_unsupported_still_names_the_first_step_a_wider_layout_could_not_cut(monkeypatch):
+    """The guard for a layout whose proxies carry more than one link (as replication once was)."""
+    from kconform.harness.chaos import docker_topology
+
+    monkeypatch.setattr(docker_topology, "cover", lambda links, brokers: (links, ["repl-3-2"]))
+    assert unsupported(CATALOGUE["leader-isolated-from-followers"].schedule(20.0), (1, 2, 3)) == (
         "isolate@*(from=followers,node=leader) cannot be cut alone (with the leader on broker 1 it would "
-        "also cut repl-2-3, repl-3-2): a docker cluster has one replication proxy per destination broker "
-        "(repl-to-<b>), not one per link"
+        "also cut repl-3-2): the docker cluster's proxies carry more links than the step names"
     )
-    assert "flap@replication:follower(period=0.7) cannot be cut alone" in reasons["flapping-follower"]
-    # two brokers: isolating one cuts every replication link there is, so the cut is exact
-    assert all(unsupported(s.schedule(20.0), (1, 2)) is None for s in CATALOGUE.values())
 
 
 # ---- the cluster a run gets ---------------------------------------------------------------------
@@ -174,9 +186,7 @@ def test_a_docker_chaos_cluster_starts_containers_and_proxies_and_offers_what_th
             *(f"{run}-kafka-{b}" for b in (1, 2, 3)),
         ]
         [server] = servers
-        assert sorted(server.all) == sorted(
-            f"{kind}-{b}" for kind in ("client", "ctrl", "repl-to") for b in (1, 2, 3)
-        )
+        assert sorted(server.all) == ClusterLinks((1, 2, 3)).all()  # 3 client, 3 ctrl, 6 repl
         assert cluster.kind == "docker:4.1.0:3" and cluster.cluster_driver is cluster
         assert cluster.mock is None and cluster.client_settings == {}
         ports = broker_ports(kafka)
@@ -223,9 +233,27 @@ def expected_calls(name: str, run: str, leader: int, follower: int) -> tuple[lis
     """(Docker calls, Toxiproxy calls) a scenario's faults make in a DURATION run."""
     broker = f"{run}-kafka-"
     killed = [("kill", f"{broker}{leader}", "SIGKILL"), ("start", f"{broker}{leader}")]
-    latency = [("add_toxic", f"repl-to-{b}", "kconform-0-latency") for b in (2, 3, 1)]
-    unlatency = [("destroy_toxic", f"repl-to-{b}", "kconform-0-latency") for b in (3, 1, 2)]
+    every = ["repl-1-2", "repl-1-3", "repl-2-1", "repl-2-3", "repl-3-1", "repl-3-2"]
+    latency = [("add_toxic", link, "kconform-0-latency") for link in every]
+    unlatency = [("destroy_toxic", link, "kconform-0-latency") for link in every]
+    of_leader, of_follower = (
+        ClusterLinks((1, 2, 3)).replication_of(leader),
+        ClusterLinks((1, 2, 3)).replication_of(follower),
+    )
     return {
+        "leader-isolated-from-followers": (
+            [],
+            [("disable", link) for link in of_leader] + [("enable", link) for link in of_leader],
+        ),
+        "follower-cut-from-leader": (
+            [],
+            [("disable", link) for link in of_follower] + [("enable", link) for link in of_follower],
+        ),
+        "replication-bandwidth": (
+            [],
+            [("add_toxic", link, "kconform-0-bandwidth") for link in of_leader]
+            + [("destroy_toxic", link, "kconform-0-bandwidth") for link in of_leader],
+        ),
         "leader-isolated-from-clients": (
             [],
             [("disable", f"client-{leader}"), ("enable", f"client-{leader}")],
@@ -261,7 +289,7 @@ def expected_calls(name: str, run: str, leader: int, follower: int) -> tuple[lis
     }[name]
 
 
-@pytest.mark.parametrize("name", sorted(RUNS_ON_DOCKER - {"reassignment-under-load"}))
+@pytest.mark.parametrize("name", sorted(REPLAYED))
 def test_each_fault_reaches_the_container_or_proxy_of_the_node_in_that_role(kafka, name):
     client, servers, cluster = docker_cluster(kafka)
     with cluster:
@@ -293,16 +321,20 @@ def test_the_fault_log_names_cluster_links_so_replication_cuts_are_read_from_it(
         nemesis = Nemesis(schedule, network=cluster.network, cluster=cluster)
         start, end = plan(schedule, 2.0)
         nemesis.apply(start)
-        assert {n for n, p in server.all.items() if not p.enabled} == {"repl-to-1", "repl-to-2", "repl-to-3"}
+        pairs = [(f, to) for f in (1, 2, 3) for to in (1, 2, 3) if f != to]
+        assert {n for n, p in server.all.items() if not p.enabled} == {f"repl-{f}-{to}" for f, to in pairs}
         nemesis.apply(end)
-    pairs = [(f, to) for f in (1, 2, 3) for to in (1, 2, 3) if f != to]
     assert nemesis.log[0].targets == tuple(f"repl-{f}-{to}" for f, to in pairs)
     cuts = replication_cuts(nemesis.log, 0, 1000, 2.0)
     assert sorted((c.follower, c.leader) for c in cuts) == pairs
 
 
-def test_a_cut_wider_than_asked_is_refused_not_applied(kafka):
-    """The safety net behind ``unsupported``: a step resolved wider at run time changes nothing."""
+def test_a_cut_wider_than_asked_is_refused_not_applied(kafka, monkeypatch):
+    """The safety net behind ``unsupported``, for a layout whose proxies would cut wider than asked: a
+    step resolved wider at run time changes nothing."""
+    from kconform.harness.chaos import docker_topology
+
+    monkeypatch.setattr(docker_topology, "cover", lambda links, brokers: (links, ["repl-9-9"]))
     client, servers, cluster = docker_cluster(kafka)
     with cluster:
         leader = settled(cluster, "too-wide").leader
@@ -314,7 +346,7 @@ def test_a_cut_wider_than_asked_is_refused_not_applied(kafka):
     [event] = nemesis.log
     asked = ", ".join(ClusterLinks((1, 2, 3)).isolate(leader, "followers"))
     assert not event.ok and server.calls == []
-    assert f"docker:4.1.0:3 cannot cut {asked} alone" in event.error
+    assert f"docker:4.1.0:3 cannot cut {asked} alone (repl-9-9 too)" in event.error
 
 
 def test_reassignment_moves_the_real_partition_through_the_brokers_own_listeners(kafka):
@@ -332,37 +364,44 @@ def test_reassignment_moves_the_real_partition_through_the_brokers_own_listeners
         assert [c for c in client.calls if c[0] in ("kill", "stop", "pause")] == []
 
 
-def test_links_sharing_a_proxy_put_a_toxic_on_it_once_and_take_it_off_with_the_last():
+def test_each_link_is_driven_through_the_proxy_of_its_own_name():
     server = FakeToxiproxy()
-    for link in ("repl-to-1", "repl-to-2", "client-1"):
+    for link in ClusterLinks((1, 2, 3)).all():
         server.create(upstream="x:1", name=link, listen="0.0.0.0:1")
-    links = DockerLinks(server, (1, 2))
-    assert links.proxy_of("repl-1-2") == "repl-to-2" and links.proxy_of("client-1") == "client-1"
+    links = DockerLinks(server, (1, 2, 3))
+    assert links.proxy_of("repl-1-2") == "repl-1-2" and links.proxy_of("client-1") == "client-1"
     links.add_toxic("repl-1-2", "slow", "bandwidth", "downstream", {"rate": 1})
-    links.add_toxic("repl-2-1", "slow", "bandwidth", "downstream", {"rate": 1})
-    assert server.all["repl-to-2"].toxics["slow"] == {
+    assert server.all["repl-1-2"].toxics["slow"] == {
         "type": "bandwidth",
         "stream": "downstream",
         "attributes": {"rate": 1},
     }
-    links.set_enabled("client-1", False)
+    assert server.all["repl-3-2"].toxics == {}  # follower 3 still fetches from 2 at full speed
+    links.set_enabled("repl-2-1", False)
     links.remove_toxic("repl-1-2", "slow")
-    links.remove_toxic("repl-2-1", "slow")
-    links.set_enabled("client-1", True)
-    assert server.calls[3:] == [
-        ("add_toxic", "repl-to-2", "slow"),
-        ("add_toxic", "repl-to-1", "slow"),
-        ("disable", "client-1"),
-        ("destroy_toxic", "repl-to-2", "slow"),
-        ("destroy_toxic", "repl-to-1", "slow"),
-        ("enable", "client-1"),
+    links.set_enabled("repl-2-1", True)
+    assert server.calls[12:] == [
+        ("add_toxic", "repl-1-2", "slow"),
+        ("disable", "repl-2-1"),
+        ("destroy_toxic", "repl-1-2", "slow"),
+        ("enable", "repl-2-1"),
     ]
+    with pytest.raises(TargetError, match="names no link"):
+        links.set_enabled("repl-1-4", False)
 
 
 # ---- a whole run, and the command line ----------------------------------------------------------
 
 
-def test_a_chaos_run_on_docker_runs_what_it_can_cut_and_skips_the_rest_with_the_reason(kafka, tmp_path):
+def test_a_chaos_run_on_docker_runs_what_it_can_cut_and_skips_the_rest_with_the_reason(
+    kafka, tmp_path, monkeypatch
+):
+    # every scenario can be cut; a layout that could not cut minority-split would skip it so
+    reason = "split@*(minority=1) cannot be cut alone (it would also cut repl-2-3)"
+    cuts_wider = {CATALOGUE["minority-split"].schedule(DURATION).steps[0].label()}
+    monkeypatch.setattr(
+        scenario_set, "unsupported", lambda s, brokers: reason if s.steps[0].label() in cuts_wider else None
+    )
     client, servers = FakeDocker(images=[KAFKA, TOXIPROXY_IMAGE]), []
     chosen = [CATALOGUE["leader-killed"], CATALOGUE["minority-split"]]
     results = run_chaos(
@@ -374,25 +413,26 @@ def test_a_chaos_run_on_docker_runs_what_it_can_cut_and_skips_the_rest_with_the_
     )
     ran, skipped = results
     assert ran.target == "docker:4.1.0:3" and ran.error == ""
-    # one cluster for the scenario that ran: its containers and nine proxies, all gone afterwards
+    # one cluster for the scenario that ran: its containers and twelve proxies, all gone afterwards
     names = [c.name for c in client.containers.all]
     run = names[0].removesuffix("-toxiproxy")
     assert names == [f"{run}-toxiproxy", f"{run}-controller-100", *(f"{run}-kafka-{b}" for b in (1, 2, 3))]
     [server] = servers
-    assert sorted(server.all) == sorted(f"{k}-{b}" for k in ("client", "ctrl", "repl-to") for b in (1, 2, 3))
+    assert sorted(server.all) == ClusterLinks((1, 2, 3)).all()
     assert client.leftovers() == []
     # the leader the brokers reported was killed with SIGKILL and started again
     [start] = [e for e in ran.faults if e.action == "start"]
     [leader] = start.targets
     killed = next(n for n in names if n.endswith(f"-kafka-{leader}"))
-    assert [c for c in client.calls if c[0] in ("kill", "start")] == [
+    after_launch = client.calls[client.calls.index(("start", f"{run}-kafka-3")) + 1 :]
+    assert [c for c in after_launch if c[0] in ("kill", "start")] == [
         ("kill", killed, "SIGKILL"),
         ("start", killed),
     ]
     # the fake kill moved nothing: no leader change, so the run proves nothing, and says so
     assert ran.verdict == "faults-did-not-bite"
     assert isinstance(skipped, SkippedScenario) and skipped.verdict == "skipped"
-    assert skipped.reason.startswith("split@*(minority=1) cannot be cut alone")
+    assert skipped.reason == reason
     document = json.loads((tmp_path / "chaos.json").read_text())
     assert document["toxiproxy"] == {"kind": "container", "url": None, "image": TOXIPROXY_IMAGE}
     assert [(r["scenario"], r["verdict"]) for r in document["results"]] == [

@@ -65,12 +65,15 @@ def started(brokers=3, **kw):
 # ---- what start creates -------------------------------------------------------------------------
 
 
-def test_three_brokers_are_a_network_volumes_toxiproxy_a_controller_and_three_brokers():
+def test_three_brokers_are_networks_volumes_toxiproxy_a_controller_and_three_brokers():
     client, server, target = started()
     run = f"kconform-{target.run_id}"
-    [network] = client.networks.all
-    assert (network.name, network.attrs["Labels"]) == (run, {LABEL: target.run_id})
-    assert ("networks.create", run, "bridge") in client.calls
+    lanes = [f"{run}-lane-{b}" for b in (1, 2, 3)]
+    assert [n.name for n in client.networks.all] == [run, *lanes]
+    assert all(n.attrs["Labels"] == {LABEL: target.run_id} for n in client.networks.all)
+    assert [c[1:] for c in client.calls if c[0] == "networks.create"] == [
+        (n, "bridge") for n in [run, *lanes]
+    ]
     volumes = [f"{run}-controller-100-data", *(f"{run}-kafka-{b}-data" for b in (1, 2, 3))]
     assert [v.name for v in client.volumes.all] == volumes
     assert all(v.attrs["Labels"] == {LABEL: target.run_id} for v in client.volumes.all)
@@ -107,17 +110,46 @@ def test_three_brokers_are_a_network_volumes_toxiproxy_a_controller_and_three_br
     assert client.leftovers() == []
 
 
+def test_each_broker_joins_its_own_lane_and_toxiproxy_every_lane_as_interbroker():
+    client, server, target = started()
+    run = f"kconform-{target.run_id}"
+    main, *lanes = client.networks.all
+    assert main.members == {c.name: [] for c in client.live()}
+    assert [lane.members for lane in lanes] == [
+        {f"{run}-toxiproxy": ["interbroker"], f"{run}-kafka-{b}": []} for b in (1, 2, 3)
+    ]
+    # each container joins its lanes after it is created and before it starts
+    toxiproxy, broker_2 = f"{run}-toxiproxy", f"{run}-kafka-2"
+    calls = [c for c in client.calls if c[0] in ("containers.create", "network.connect", "start")]
+    joins = [("network.connect", f"{run}-lane-{b}", toxiproxy, ("interbroker",)) for b in (1, 2, 3)]
+    assert calls[:5] == [("containers.create", toxiproxy), *joins, ("start", toxiproxy)]
+    at, lane_2 = calls.index(("containers.create", broker_2)), f"{run}-lane-2"
+    assert calls[at + 1 : at + 3] == [("network.connect", lane_2, broker_2, ()), ("start", broker_2)]
+    client.calls.clear()
+    target.stop()
+    removed = [c[1] for c in client.calls if c[0] in ("remove", "network.remove")]
+    assert removed[-4:] == [f"{run}-lane-{b}" for b in (1, 2, 3)] + [run]  # after every container
+    assert client.leftovers() == []
+
+
 def test_every_link_has_a_proxy_before_any_kafka_node_starts():
     client, server, target = started()
     run = f"kconform-{target.run_id}"
     assert {name: (p.listen, p.upstream) for name, p in server.all.items()} == {
         **{f"client-{b}": (f"0.0.0.0:{22000 + b}", f"{run}-kafka-{b}:9092") for b in (1, 2, 3)},
         **{f"ctrl-{b}": (f"0.0.0.0:{21000 + b}", f"{run}-controller-100:{21000 + b}") for b in (1, 2, 3)},
-        **{f"repl-to-{b}": (f"0.0.0.0:{20000 + b}", f"{run}-kafka-{b}:19092") for b in (1, 2, 3)},
+        # repl-f-l: Toxiproxy's IP on lane f (the fake's network f is 172.18+f.0.0/24, Toxiproxy first on
+        # it: .2) at port 20000 + l, to l's INTERNAL listener
+        **{
+            f"repl-{f}-{to}": (f"172.{18 + f}.0.2:{20000 + to}", f"{run}-kafka-{to}:19092")
+            for f, to in [(1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2)]
+        },
     }
-    runs = [c[1] for c in client.calls if c[0] == "containers.run"]
-    assert runs[0] == f"{run}-toxiproxy" and len(server.calls) == 9  # all nine before the controller runs
-    assert target.links() == sorted(server.all) == target.network.links()
+    toxiproxy = client.containers.get(f"{run}-toxiproxy")
+    assert toxiproxy.attrs["NetworkSettings"]["Networks"][f"{run}-lane-2"]["IPAddress"] == "172.20.0.2"
+    runs = [c[1] for c in client.calls if c[0] == "containers.create"]
+    assert runs[0] == f"{run}-toxiproxy" and len(server.calls) == 12  # all twelve before the controller
+    assert target.links() == sorted(server.all) == target.network.links() == ClusterLinks((1, 2, 3)).all()
     assert target.link_name(2) == "client-2"
     target.stop()
 
@@ -144,6 +176,7 @@ def test_each_broker_advertises_its_proxies_and_dials_the_controller_through_its
     assert controller.kwargs["hostname"] == proxy
     for broker in brokers:
         b = int(broker.kwargs["labels"]["kconform.node-id"])
+        client_b = f"127.0.0.1:{41000 + b}"
         env = broker.kwargs["environment"]
         assert broker.kwargs["hostname"] == broker.name == f"{run}-kafka-{b}"
         assert {k: v for k, v in env.items() if k not in _SHARED} == {
@@ -152,8 +185,8 @@ def test_each_broker_advertises_its_proxies_and_dials_the_controller_through_its
             "KAFKA_CONTROLLER_QUORUM_VOTERS": f"100@{proxy}:{21000 + b}",  # ctrl-b
             "KAFKA_CONTROLLER_LISTENER_NAMES": f"CTRL_{b}",
             "KAFKA_LISTENERS": "INTERNAL://:19092,EXTERNAL://:9092",
-            # inter-broker: repl-to-b inside the network; clients: client-b, published on the host
-            "KAFKA_ADVERTISED_LISTENERS": f"INTERNAL://{proxy}:{20000 + b},EXTERNAL://127.0.0.1:{41000 + b}",
+            # inter-broker: Toxiproxy on the dialer's lane (repl-<dialer>-b); clients: client-b, on the host
+            "KAFKA_ADVERTISED_LISTENERS": f"INTERNAL://interbroker:{20000 + b},EXTERNAL://{client_b}",
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
                 f"CTRL_{b}:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
             ),
@@ -219,7 +252,7 @@ def test_kill_restart_pause_and_stop_are_the_matching_docker_calls():
     polls = []
     client, server, target = started(readiness=lambda addrs: polls.append(dict(addrs)))
     broker_2 = client.containers.get(f"kconform-{target.run_id}-kafka-2")
-    before = len([c for c in client.calls if c[0] in ("containers.run", "volumes.create")])
+    before = len([c for c in client.calls if c[0] in ("containers.create", "volumes.create")])
     client.calls.clear()
     target.kill(2)
     assert client.calls == [("kill", broker_2.name, "SIGKILL")] and broker_2.status == "exited"
@@ -229,7 +262,7 @@ def test_kill_restart_pause_and_stop_are_the_matching_docker_calls():
     assert client.calls[-1] == ("start", broker_2.name) and broker_2.status == "running"
     assert polls == [{2: "127.0.0.1:41005"}]  # back once it answers on its own listener
     # the same container on the same volume: nothing new was created
-    assert len([c for c in client.calls if c[0] in ("containers.run", "volumes.create")]) == 0 < before
+    assert len([c for c in client.calls if c[0] in ("containers.create", "volumes.create")]) == 0 < before
     client.calls.clear()
     target.freeze(3)
     target.thaw(3)
@@ -290,11 +323,12 @@ def test_the_network_driver_drives_this_clusters_proxies():
     client, server, target = started()
     network = target.network
     network.set_enabled("ctrl-2", False)
-    network.add_toxic("repl-to-1", "slow", "latency", "downstream", {"latency": 100})
-    assert not server.all["ctrl-2"].enabled and server.all["repl-to-1"].toxics["slow"]["type"] == "latency"
-    network.remove_toxic("repl-to-1", "slow")
+    network.add_toxic("repl-2-1", "slow", "latency", "downstream", {"latency": 100})
+    assert not server.all["ctrl-2"].enabled and server.all["repl-2-1"].toxics["slow"]["type"] == "latency"
+    assert server.all["repl-3-1"].toxics == {}  # the other follower of broker 1 is untouched
+    network.remove_toxic("repl-2-1", "slow")
     network.set_enabled("ctrl-2", True)
-    assert server.all["ctrl-2"].enabled and server.all["repl-to-1"].toxics == {}
+    assert server.all["ctrl-2"].enabled and server.all["repl-2-1"].toxics == {}
     target.stop()
 
 
@@ -311,27 +345,21 @@ def test_connect_toxiproxy_waits_for_an_answer_then_drives_that_server():
 # ---- link granularity ---------------------------------------------------------------------------
 
 
-def test_cuts_reach_exactly_client_controller_and_per_destination_replication_links():
+def test_every_cut_reaches_exactly_the_links_asked_for():
     shape = ClusterLinks((1, 2, 3))
-    # exact: a broker's clients, a broker from the controller, the controller from everyone
     assert cover(shape.isolate(2, "clients"), (1, 2, 3)) == (["client-2"], [])
-    assert cover(shape.isolate(2, "controller"), (1, 2, 3)) == (["ctrl-2"], [])
     assert cover(shape.isolate(0, "all"), (1, 2, 3)) == (["ctrl-1", "ctrl-2", "ctrl-3"], [])
-    # exact: every broker's fetches from 2 (what repl-to-2 carries)
-    assert cover(["repl-1-2", "repl-3-2"], (1, 2, 3)) == (["repl-to-2"], [])
-    # wider: one directed link takes every other broker's link to the same destination with it
-    assert cover(["repl-1-2"], (1, 2, 3)) == (["repl-to-2"], ["repl-3-2"])
-    # isolating a leader from its followers also cuts the followers from each other
-    assert cover(shape.isolate(1, "followers"), (1, 2, 3)) == (
-        ["repl-to-1", "repl-to-2", "repl-to-3"],
-        ["repl-2-3", "repl-3-2"],
-    )
-    links, wider = cover(shape.split([1]), (1, 2, 3))
-    assert links == ["ctrl-1", "repl-to-1", "repl-to-2", "repl-to-3"] and wider == ["repl-2-3", "repl-3-2"]
+    # one directed replication link alone: follower 1 from leader 2, while 3 still fetches from 2
+    assert cover(["repl-1-2"], [1, 2, 3]) == (["repl-1-2"], [])
+    into_and_out_of_1 = ["repl-1-2", "repl-1-3", "repl-2-1", "repl-3-1"]
+    assert cover(shape.isolate(1, "followers"), (1, 2, 3)) == (into_and_out_of_1, [])
+    assert cover(shape.split([1]), (1, 2, 3)) == (["ctrl-1", *into_and_out_of_1], [])
     with pytest.raises(TargetError, match="names no link"):
         cover(["repl-1-4"], (1, 2, 3))
+    with pytest.raises(TargetError, match="is not a cluster link"):
+        cover(["repl-1"], (1, 2, 3))
     client, server, target = started()
-    assert target.links_for(["repl-2-1"]) == (["repl-to-1"], ["repl-3-1"])
+    assert target.links_for(["repl-2-1"]) == (["repl-2-1"], [])
     target.stop()
 
 
@@ -382,7 +410,14 @@ def _refuse_broker_2(client, server):
 
 
 def _refuse_a_proxy(client, server):
-    server.fail_on = "repl-to-2"
+    server.fail_on = "repl-1-2"
+
+
+def _no_address_on_lane_2(client, server):
+    def leave(toxiproxy):  # as if it started without the engine attaching lane 2
+        toxiproxy.attrs["NetworkSettings"]["Networks"].pop(toxiproxy.name.replace("toxiproxy", "lane-2"))
+
+    client.on_run = leave
 
 
 def _refuse_the_third_volume(client, server):
@@ -408,7 +443,13 @@ def _toxiproxy_exits(client, server):
     ("fail", "message", "toxiproxy_answers", "ready"),
     [
         (_refuse_broker_2, r"Docker refused .*port is already allocated", True, True),
-        (_refuse_a_proxy, r"refused the proxy repl-to-2 \(0\.0\.0\.0:20002 -> .*kafka-2:19092\)", True, True),
+        (
+            _refuse_a_proxy,
+            r"refused the proxy repl-1-2 \(172\.19\.0\.2:20002 -> .*kafka-2:19092\)",
+            True,
+            True,
+        ),
+        (_no_address_on_lane_2, r"toxiproxy has no IP address on kconform-\w+-lane-2", True, True),
         (_refuse_the_third_volume, r"Docker refused .*no space left", True, True),
         (_toxiproxy_exits, r"toxiproxy \(toxiproxy\) exited", True, True),
         (lambda c, s: None, r"Toxiproxy at http://127\.0\.0\.1:41000 did not answer after 5 s", False, True),
@@ -443,7 +484,7 @@ def test_a_failed_pull_leaves_nothing_and_stop_is_idempotent():
     target = make_cluster(client)
     with pytest.raises(TargetError, match=r"could not pull ghcr\.io/shopify/toxiproxy:2\.12\.0: denied"):
         target.start()
-    assert client.leftovers() == [] and not any(c[0] == "containers.run" for c in client.calls)
+    assert client.leftovers() == [] and not any(c[0] == "containers.create" for c in client.calls)
     client, server, target = started()
     client.containers.all[2].remove(force=True)  # gone behind our back
     client.volumes.all[0].remove()
@@ -455,8 +496,9 @@ def test_a_failed_pull_leaves_nothing_and_stop_is_idempotent():
 def test_cleanup_stale_removes_labelled_volumes_too():
     client, server, target = started()  # and never stopped, as by a run that died
     removed = cleanup_stale(client, run_ids=[target.run_id])
-    assert len(removed) == 5 + 4 + 1 and client.leftovers() == []  # containers, volumes, the network
+    assert len(removed) == 5 + 4 + 1 + 3 and client.leftovers() == []  # containers, volumes, networks
     assert sum(name.endswith("-data") for name in removed) == 4
+    assert removed[-3:] == [f"kconform-{target.run_id}-lane-{b}" for b in (1, 2, 3)]
     target.stop()  # everything already gone: nothing to do, no error
 
 

@@ -3,8 +3,9 @@
 engine; no engine runs. Each method takes the arguments the SDK's does (``Container.kill(signal=None)``,
 ``Container.stop(timeout=...)``, ``VolumeCollection.create(name, driver=..., labels=...)``) and changes
 state as the engine would (a killed or stopped container is ``exited``; starting it again keeps its
-volumes). ``FakeToxiproxy`` stands for toxiproxy-python's ``Toxiproxy`` client of the docker cluster's
-Toxiproxy container."""
+volumes). Networks hand out an IP per container that joins them (``172.<18 + n>.0.<k>`` for the n-th
+network), which ``attrs["NetworkSettings"]`` reports as the engine does. ``FakeToxiproxy`` stands for
+toxiproxy-python's ``Toxiproxy`` client of the docker cluster's Toxiproxy container."""
 
 from __future__ import annotations
 
@@ -19,11 +20,17 @@ from kconform.harness.targets.docker_target import (
 
 
 class FakeContainer:
-    def __init__(self, engine, name, image, kwargs):
+    def __init__(self, engine, name, image, kwargs, status="running"):
         self.engine, self.name, self.image, self.kwargs = engine, name, image, kwargs
-        self.status = "running"
+        self.status = status
         self.removed = False
-        self.attrs = {"Config": {"Labels": dict(kwargs.get("labels") or {})}, "State": {"ExitCode": 0}}
+        self.attrs = {
+            "Config": {"Labels": dict(kwargs.get("labels") or {})},
+            "State": {"ExitCode": 0},
+            "NetworkSettings": {"Networks": {}},
+        }
+        if kwargs.get("network"):
+            engine.networks.get(kwargs["network"]).attach(self)
 
     def reload(self):
         if self.removed:
@@ -58,7 +65,9 @@ class FakeContainer:
     def start(self):
         self.engine.calls.append(("start", self.name))
         self._must_be("exited", "created", "running")  # starting a running container is a no-op
-        self.status = "running"
+        first, self.status = self.status == "created", "running"
+        if first and self.engine.on_run:  # a created container runs when first started
+            self.engine.on_run(self)
 
     def _must_be(self, *states):
         if self.removed:
@@ -74,10 +83,27 @@ class FakeContainer:
 
 
 class FakeNetwork:
-    def __init__(self, engine, name, labels):
-        self.engine, self.name = engine, name
+    def __init__(self, engine, name, labels, subnet):
+        self.engine, self.name, self.subnet = engine, name, subnet
         self.attrs = {"Labels": dict(labels or {})}
         self.removed = False
+        self.members: dict[str, list[str]] = {}  # container name -> its aliases here
+
+    def connect(self, container, aliases=None, **kw):
+        """``Network.connect``: the container gets the next IP of this network and the aliases."""
+        self.engine.calls.append(("network.connect", self.name, container.name, tuple(aliases or ())))
+        self.attach(container, aliases)
+
+    def attach(self, container, aliases=None):
+        """What ``connect`` and ``containers.create(network=...)`` do."""
+        if container.name in self.members:
+            raise docker_errors.APIError(f"{container.name} is already attached to {self.name}")
+        self.members[container.name] = list(aliases or ())
+        ip = f"{self.subnet}.{len(self.members) + 1}"
+        container.attrs["NetworkSettings"]["Networks"][self.name] = {
+            "IPAddress": ip,
+            "Aliases": list(aliases or ()),
+        }
 
     def remove(self):
         if self.removed:
@@ -152,6 +178,13 @@ class FakeContainers:
         self.all.append(container)
         return container
 
+    def create(self, image, **kwargs):
+        """A container that runs once started (``on_run`` is called then)."""
+        self.engine.calls.append(("containers.create", kwargs["name"]))
+        container = FakeContainer(self.engine, kwargs["name"], image, kwargs, status="created")
+        self.all.append(container)
+        return container
+
     def list(self, all=False, filters=None):
         return [c for c in self.all if not c.removed and _matches(c, filters)]
 
@@ -169,9 +202,15 @@ class FakeNetworks:
 
     def create(self, name, driver=None, labels=None, **kw):
         self.engine.calls.append(("networks.create", name, driver))
-        network = FakeNetwork(self.engine, name, labels)
+        network = FakeNetwork(self.engine, name, labels, subnet=f"172.{18 + len(self.all)}.0")
         self.all.append(network)
         return network
+
+    def get(self, name):
+        for n in self.all:
+            if n.name == name and not n.removed:
+                return n
+        raise docker_errors.NotFound(f"no network {name}")
 
     def list(self, filters=None, **kw):
         return [n for n in self.all if not n.removed and _matches(n, filters)]
