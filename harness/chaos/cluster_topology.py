@@ -145,6 +145,20 @@ class ClusterRoles(abc.ABC):
     def link_names(self, links: list[str]) -> list[str]:
         """The network driver's names for these cluster links (``faults.cluster_links`` names)."""
 
+    @abc.abstractmethod
+    def start(self) -> ClusterRoles:
+        """Bring the cluster and its proxies up; a start that fails removes what it made."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Take the cluster and its proxies down."""
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
     def create_topic(
         self,
         name: str,
@@ -389,12 +403,6 @@ class ProxiedReferenceCluster(ClusterRoles):
         if self._owned_dir is not None:
             shutil.rmtree(self._owned_dir, ignore_errors=True)
             self._owned_dir = None
-
-    def __enter__(self) -> ProxiedReferenceCluster:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
 
     # ---- what a run uses ------------------------------------------------------------------------
 

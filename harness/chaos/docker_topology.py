@@ -127,12 +127,6 @@ class ProxiedDockerCluster(ClusterRoles):
         self._network = None
         self.target.stop()
 
-    def __enter__(self) -> ProxiedDockerCluster:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
-
     # ---- what a run uses ------------------------------------------------------------------------
 
     @property
