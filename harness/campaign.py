@@ -283,7 +283,7 @@ def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) ->
             b = stack.enter_context(make_target(b_spec))
 
             def advance(done: int, _total: int, found: int) -> None:
-                progress.part_advanced(label, clock() - began, f"{done} cases, {found} differences")
+                progress.part_advanced(label, clock() - began, f"{done} cases, {found} causes of difference")
 
             result = run_campaign(
                 a, b, part.directory, examples=examples, seed=seed, seconds=seconds, progress=advance
@@ -293,9 +293,9 @@ def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) ->
     else:
         part.headline = (
             f"{result.cases} cases, {result.operations} operations, {result.pairs_compared} pairs compared, "
-            f"{len(result.found)} differences"
+            f"{len(result.causes)} causes of difference"
         )
-        part.failed = bool(result.found)
+        part.failed = bool(result.causes)
     progress.part_finished(part)
     return part
 

@@ -59,6 +59,20 @@ class TraceWriter:
     def rows_written(self) -> int:
         return self._seq - self._buffered
 
+    @property
+    def rows_buffered(self) -> int:
+        """Rows appended but not yet on disk (a caller that flushes at its own boundaries reads this)."""
+        return self._buffered
+
+    def cases_on_disk(self) -> set[str]:
+        """The case ids of this run's rows already on disk."""
+        files = sorted(self.directory.glob("part-*.parquet"))
+        if not files:
+            return set()
+        table = pq.read_table(files, columns=["run_id", "case_id"], schema=SCHEMA)
+        mine = table.filter(pc.equal(table["run_id"], self.run_id))
+        return {case for case in mine["case_id"].to_pylist() if case is not None}
+
     def append(self, row: TraceRow) -> None:
         if row.outcome not in OUTCOMES:
             raise ValueError(f"outcome {row.outcome!r} is not one of {', '.join(OUTCOMES)}")

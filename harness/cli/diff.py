@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -30,6 +31,12 @@ def _parse_apis(text: str | None) -> set[int] | None:
     return keys
 
 
+class TargetProblem(click.ClickException):
+    """A target that cannot be started or reached: exit 2, like a usage error, never 1 ("differences")."""
+
+    exit_code = 2
+
+
 def _start(stack: ExitStack, spec: str):
     from ..targets.base import TargetError
     from ..targets.registry import make_target
@@ -38,18 +45,24 @@ def _start(stack: ExitStack, spec: str):
         target = make_target(spec)
         stack.enter_context(target)
     except TargetError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise TargetProblem(str(exc)) from exc
     return target
 
 
 @click.command()
 @click.option("--a", "a_spec", default="reference", show_default=True, help="first target")
 @click.option("--b", "b_spec", default="rdkafka-mock", show_default=True, help="second target")
-@click.option("--examples", default=200, show_default=True, help="generated cases to run")
+@click.option(
+    "--examples", default=200, show_default=True, type=click.IntRange(min=1), help="generated cases to run"
+)
 @click.option("--seed", default=0, show_default=True, help="the same seed draws the same cases")
 @click.option("--apis", default=None, help="only these APIs (names or keys, comma-separated)")
 @click.option("--no-shrink", is_flag=True, help="report differences without shrinking them")
-@click.option("--resume", is_flag=True, help="continue the run in --out (its traces and run id)")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="finish the run in --out (its examples, seed and APIs; its traces appended to)",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -57,14 +70,22 @@ def _start(stack: ExitStack, spec: str):
     help="run directory (default: ./kconform-runs/diff-<time>)",
 )
 def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
-    """Run generated operation sequences on two targets and report every difference."""
+    """Run generated operation sequences on two targets and report every cause of difference, with who
+    deviates from Apache Kafka. Exit 0: no difference; 1: differences found; 2: bad usage or a target
+    that cannot be used."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
 
     from ..diff.cases import run_campaign
+    from ..diff.drawing import check_apis
 
     wanted = _parse_apis(apis)
+    try:
+        check_apis(wanted)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--apis") from None
+    if resume and out is None:
+        raise click.UsageError("--resume needs the --out of the run to finish")
     out = out or Path("kconform-runs") / time.strftime("diff-%Y%m%d-%H%M%S")
     console = Console(stderr=True)
     with ExitStack() as stack:
@@ -75,13 +96,13 @@ def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[found]} differences"),
+            TextColumn("{task.fields[found]} causes"),
             console=console,
         ) as progress:
             task = progress.add_task(f"{a.name} vs {b.name}", total=examples, found=0)
 
             def advance(done: int, total: int, found: int) -> None:
-                progress.update(task, completed=min(done, total), found=found)
+                progress.update(task, total=total, completed=min(done, total), found=found)
 
             result = run_campaign(
                 a,
@@ -94,21 +115,34 @@ def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
                 resume=resume,
                 progress=advance,
             )
+    _print_causes(result, out)
+    sys.exit(1 if result.causes else 0)
+
+
+def _print_causes(result, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    a_name, b_name = result.targets
+    coverage = result.coverage()
     table = Table(
-        title=f"{a.name} vs {b.name}: {result.cases} cases, {result.operations} operations, "
-        f"{result.pairs_compared} pairs compared, {len(result.found)} differences"
+        title=f"{a_name} vs {b_name}: {result.cases} cases, {result.pairs_compared} request pairs compared, "
+        f"{len(result.causes)} causes of difference",
+        caption=f"(API, version) pairs both targets offer: {coverage['exercised']} of "
+        f"{coverage['offered_by_both']} exercised; details in {out / 'summary.json'}",
     )
-    for column in ("signature", "count", "a", "b", "repro"):
+    for column in ("cause", "verdict", "seen", "repro"):
         table.add_column(column, overflow="fold")
-    for found in sorted(result.found.values(), key=lambda f: f.signature):
-        repro = f"kconform repro {out / 'cases' / found.case_id}.json" if found.case_id else ""
-        example = found.example or {}
+    for cause in sorted(result.causes.values(), key=lambda c: c.number):
         table.add_row(
-            found.signature, str(found.count), str(example.get("a"))[:40], str(example.get("b"))[:40], repro
+            cause.title(a_name, b_name),
+            (cause.verdict or {}).get("text", ""),
+            f"{cause.exchanges} exchanges in {len(cause.cases)} cases",
+            f"kconform repro {out / 'cases' / cause.case_file}.json",
         )
-    Console().print(table)
-    console.print(f"traces and summary.json in {out}")
-    sys.exit(1 if result.found else 0)
+    Console(width=max(Console().width, 160)).print(table)
+    for target, api_key, version, message in result.crashes:
+        Console(stderr=True).print(f"{target} crashed on API {api_key} v{version}: {message}")
 
 
 @click.command()
@@ -116,7 +150,8 @@ def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
 @click.option("--a", "a_spec", default=None, help="first target (default: the case's own)")
 @click.option("--b", "b_spec", default=None, help="second target (default: the case's own)")
 def repro(case, a_spec, b_spec) -> None:
-    """Replay a stored case on two targets and show every difference (exit 1 if any)."""
+    """Replay a stored case on two targets and show every difference: exit 0 none, 1 some, 2 a bad case
+    file or target. Each replay uses names of its own, so replaying twice gives the same answers."""
     from rich.console import Console
 
     from ..diff.cases import load_case
@@ -124,8 +159,8 @@ def repro(case, a_spec, b_spec) -> None:
 
     try:
         operations, data = load_case(case)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise click.ClickException(f"{case} is not a kconform case file: {exc}") from exc
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     targets = data.get("targets") or ["reference", "rdkafka-mock"]
     console = Console()
     with ExitStack() as stack:
@@ -134,10 +169,13 @@ def repro(case, a_spec, b_spec) -> None:
         engine = DiffEngine(a, b)
         result = asyncio.run(_run(engine, operations))
     console.print(f"case {case.name}: {len(operations)} operations on {a.name} and {b.name}")
-    if data.get("signature"):
-        console.print(f"stored for: {data['signature']}")
+    if data.get("title") or data.get("signature"):
+        console.print(f"stored for: {data.get('title') or data['signature']}")
+    if (data.get("verdict") or {}).get("text"):
+        console.print(f"verdict: {data['verdict']['text']}")
     for index, op in enumerate(operations):
-        console.print(f"  {index}: {op}")
+        span = engine.version_range(op.api_key)
+        console.print(f"  {index}: {op.describe(op.version(*span)) if span else op}")
     for divergence in result.divergences:
         d = divergence.difference
         console.print(
@@ -150,6 +188,6 @@ def repro(case, a_spec, b_spec) -> None:
 
 async def _run(engine, operations):
     try:
-        return await engine.run_case(operations, "repro")
+        return await engine.run_case(operations, "repro", namespace=f"repro-{uuid.uuid4().hex[:10]}")
     finally:
         await engine.close()

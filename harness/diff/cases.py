@@ -1,185 +1,47 @@
-"""A differential campaign: Hypothesis generates cases (operation sequences), each runs on both targets,
-every difference is counted by signature, and each new signature is shrunk to its smallest case,
-stored as JSON beside the traces so ``kconform repro`` can replay it on any pair of targets.
+"""A differential campaign: Hypothesis draws cases (operation sequences), each runs on both targets in
+a namespace of its own, and every difference is counted under its root cause (``causes``). Then each
+cause is shrunk on its own, from the first case that showed it (``shrinking``), judged against Kafka's
+rules (``verdicts``) and stored as JSON beside the traces, so ``kconform repro`` replays it anywhere.
 
-A campaign must find every difference, not stop at the first: each signature raises its own
-exception type, so Hypothesis (``report_multiple_bugs``) keeps generating after the first and shrinks
-every kind of difference separately; the last case that raised a signature is its shrunk case
-(Hypothesis replays each minimal example last)."""
+Every case run goes to ``journal.jsonl`` before its trace rows can reach the disk, and trace parts are
+written only between cases, so a run killed at any point resumes (``resume=True``) where it stopped: the
+same seed draws the same cases, those already on disk are counted from the journal rather than run
+again, and summary.json always describes exactly the cases the traces hold."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import itertools
 import json
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
 
 from kconform.traces import TraceWriter
 
 from ..targets.base import Target
-from . import operations as ops
+from .case_files import load_case, operations_from_json, operations_json, save_case
+from .drawing import OPERATIONS, operation_sequences
 from .engine import CaseResult, DiffEngine
+from .results import CampaignResult, Found, case_record, example_of
+from .shrinking import shrink_case
+from .verdicts import Rule, judge, load_rules
 
-__all__ = ["CampaignResult", "load_case", "operation_sequences", "run_campaign", "save_case"]
+__all__ = [
+    "OPERATIONS",
+    "CampaignResult",
+    "Found",
+    "load_case",
+    "operation_sequences",
+    "run_campaign",
+    "save_case",
+]
 
-OPERATIONS = {
-    cls.__name__: cls
-    for cls in (
-        ops.CreateTopic,
-        ops.Produce,
-        ops.Fetch,
-        ops.ListOffsets,
-        ops.Metadata,
-        ops.DeleteRecords,
-        ops.FindCoordinator,
-        ops.OffsetCommit,
-        ops.OffsetFetch,
-    )
-}
-
-_topic = st.integers(0, 2)
-_partition = st.sampled_from([0, 0, 0, 1, 2, -1, 7])
-_offset = st.sampled_from([0, 0, 1, 2, 5, -1, 1 << 40])
-_pick = st.integers(0, 31)
-_epoch = st.sampled_from([-1, -1, -1, 0, 5])  # none, the current one, one from the future
-_values = st.lists(st.one_of(st.binary(max_size=20), st.none()), min_size=0, max_size=5).map(tuple)
-
-
-def _operation(apis: set[int] | None) -> st.SearchStrategy:
-    choices = [
-        st.builds(ops.CreateTopic, _pick, topic=_topic, partitions=st.sampled_from([1, 1, 2, 3, 0, -1])),
-        st.builds(
-            ops.Produce,
-            _pick,
-            topic=_topic,
-            partition=_partition,
-            values=_values,
-            keyed=st.booleans(),
-            acks=st.sampled_from([-1, -1, 1, 0, 2]),
-            corrupt=st.sampled_from([False] * 7 + [True]),  # a bad CRC now and then
-        ),
-        st.builds(
-            ops.Fetch,
-            _pick,
-            topic=_topic,
-            partition=_partition,
-            offset=_offset,
-            max_bytes=st.sampled_from([1 << 20, 1, 100]),
-            leader_epoch=_epoch,
-        ),
-        st.builds(
-            ops.ListOffsets,
-            _pick,
-            topic=_topic,
-            partition=_partition,
-            timestamp=st.sampled_from([-1, -2, -3, ops.BASE_TIMESTAMP, ops.BASE_TIMESTAMP + 3, 0]),
-            leader_epoch=_epoch,
-        ),
-        st.builds(
-            ops.Metadata,
-            _pick,
-            topic_list=st.lists(_topic, max_size=2).map(tuple),
-            all_topics=st.sampled_from([False] * 5 + [True]),
-        ),
-        st.builds(ops.DeleteRecords, _pick, topic=_topic, partition=_partition, offset=_offset),
-        st.builds(ops.FindCoordinator, _pick, group=st.integers(0, 1)),
-        st.builds(
-            ops.OffsetCommit,
-            _pick,
-            group=st.integers(0, 1),
-            topic=_topic,
-            partition=_partition,
-            offset=_offset,
-        ),
-        st.builds(ops.OffsetFetch, _pick, group=st.integers(0, 1), topic=_topic, partition=_partition),
-    ]
-    if apis:
-        choices = [c for c, cls in zip(choices, OPERATIONS.values(), strict=True) if cls.api_key in apis]
-    return st.one_of(choices)
-
-
-def operation_sequences(apis: set[int] | None = None, max_ops: int = 8) -> st.SearchStrategy:
-    """Cases: a topic is usually created first, then anything goes."""
-    body = st.lists(_operation(apis), min_size=1, max_size=max_ops)
-    setup = st.builds(ops.CreateTopic, _pick, topic=st.just(0), partitions=st.sampled_from([1, 3]))
-    with_setup = st.tuples(setup, body).map(lambda pair: [pair[0], *pair[1]])
-    return st.one_of(with_setup, with_setup, body) if not apis or 19 in apis else body
-
-
-@dataclasses.dataclass
-class Found:
-    signature: str
-    api_key: int
-    api_version: int
-    field_path: str
-    kind: str
-    count: int = 0
-    number: int = 0
-    shrunk: bool = False
-    example: dict | None = None  # a: ..., b: ... from the first sighting
-    case_id: str | None = None  # the shrunk case
-    # every distinct (a, b) pair of values seen, as JSON text, up to _MAX_VALUE_PAIRS
-    value_pairs: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-
-
-@dataclasses.dataclass
-class CampaignResult:
-    run_id: str
-    targets: tuple[str, str]
-    cases: int = 0
-    operations: int = 0
-    pairs_compared: int = 0
-    skipped_pairs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    skipped_operations: int = 0
-    shrink_operations: int = 0
-    crashes: list = dataclasses.field(default_factory=list)  # (target, api key, version, last words)
-    found: dict[str, Found] = dataclasses.field(default_factory=dict)
-    seconds: float = 0.0
-
-    def summary(self) -> dict:
-        by_kind = Counter(f.kind for f in self.found.values())
-        return {
-            "run_id": self.run_id,
-            "targets": list(self.targets),
-            "cases": self.cases,
-            "operations": self.operations,
-            "pairs_compared": self.pairs_compared,
-            "skipped_operations": self.skipped_operations,
-            "shrink_operations": self.shrink_operations,
-            "crashes": [
-                {"target": t, "api_key": k, "api_version": v, "message": m} for t, k, v, m in self.crashes
-            ],
-            "skipped_api_versions": [{"api_key": k, "api_version": v} for k, v in self.skipped_pairs],
-            "differences_by_kind": dict(by_kind),
-            "seconds": round(self.seconds, 2),
-            "differences": [
-                {
-                    "signature": f.signature,
-                    "api_key": f.api_key,
-                    "api_version": f.api_version,
-                    "field_path": f.field_path,
-                    "kind": f.kind,
-                    "count": f.count,
-                    "case_id": f.case_id,
-                    "shrunk": f.shrunk,
-                    "example": f.example,
-                    "value_pairs": [[json.loads(a), json.loads(b)] for a, b in f.value_pairs],
-                }
-                for f in sorted(self.found.values(), key=lambda f: f.signature)
-            ],
-        }
-
-
-def _case_id(run_id: str, segment: int, n: int) -> str:
-    return f"{run_id[:6]}s{segment}c{n}"
+_ROWS_PER_PART = 2000  # trace rows buffered before a part is written (between cases)
 
 
 def run_campaign(
@@ -195,94 +57,80 @@ def run_campaign(
     resume: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
     seconds: float | None = None,
+    rules: list[Rule] | None = None,
 ) -> CampaignResult:
-    """Run ``examples`` generated cases on ``a`` and ``b`` (started), write traces, cases and
-    ``summary.json`` under ``out``. With ``resume``, a run directory left by an earlier (perhaps
-    killed) run is continued: same run id, its traces appended to, new cases drawn.
+    """Run ``examples`` generated cases on ``a`` and ``b`` (started); write traces, the journal, one case
+    file per cause and ``summary.json`` under ``out``. With ``resume``, the run in ``out`` is finished
+    with its own examples, seed and APIs (those given here are ignored).
 
-    ``seconds`` bounds the whole run: cases stop being drawn after half of it (the rest is left to
-    shrinking, which replays many variants of every difference), and shrinking stops at the end;
-    differences not shrunk by then keep the first case that showed them."""
+    ``seconds`` bounds the whole run: cases stop being drawn after half of it, and shrinking (the rest)
+    stops at the end; a cause not shrunk by then keeps the first case that showed it."""
     out = Path(out)
     (out / "cases").mkdir(parents=True, exist_ok=True)
-    segment = 0
-    run_file = out / "run.json"
-    if resume and run_file.exists():
-        earlier = json.loads(run_file.read_text())
-        run_id, segment = earlier["run_id"], earlier["segments"]
-        seed = earlier["seed"] + segment * 1_000_003  # new cases, not the ones already run
-    run_id = run_id or uuid.uuid4().hex[:12]
-    run_file.write_text(
-        json.dumps(
-            {
-                "run_id": run_id,
-                "targets": [a.describe(), b.describe()],
-                "seed": seed,
-                "segments": segment + 1,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    plan = _open_run(out, a, b, examples=examples, seed=seed, apis=apis, run_id=run_id, resume=resume)
+    run_id, examples, seed = plan["run_id"], plan["examples"], plan["seed"]
+    apis = set(plan["apis"]) if plan["apis"] is not None else None
+    strategy = operation_sequences(apis)
     result = CampaignResult(run_id, (a.name, b.name))
     loop = asyncio.new_event_loop()
     started = time.monotonic()
     stop_drawing = stop_shrinking = None
     if seconds is not None:
         stop_drawing, stop_shrinking = started + seconds / 2, started + seconds
-    with TraceWriter(out, run_id) as traces:
+    journal_path = out / "journal.jsonl"
+    with TraceWriter(out, run_id, row_group_rows=1 << 40) as traces:
+        done = _cases_done(journal_path, traces) if resume else {}
+        _rewrite_journal(journal_path, done.values())
         engine = DiffEngine(a, b, traces=traces)
-        result.skipped_pairs = engine.skipped_pairs
-        counter = iter(range(1 << 30))
-        strategy = operation_sequences(apis)
+        result.skipped_pairs, result.shared = engine.skipped_pairs, engine.shared
+        first_cases: dict[str, list[dict]] = {}  # cause -> the first case that showed it
+        counter = itertools.count()
 
-        def run(case: list) -> CaseResult:
-            return loop.run_until_complete(engine.run_case(case, _case_id(run_id, segment, next(counter))))
+        with journal_path.open("a") as journal:
 
-        first_cases: dict[str, list] = {}  # signature -> the first case that showed it
+            @hypothesis_seed(seed)  # the same seed draws the same cases
+            @settings(
+                max_examples=examples,
+                database=None,
+                deadline=None,
+                phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(strategy)
+            def generate(case):
+                if stop_drawing is not None and time.monotonic() > stop_drawing:
+                    # Out of time. Returning would still pay for drawing every remaining example (a few
+                    # ms each, minutes over a large --examples); raising ends the generate phase now.
+                    raise _OutOfTime
+                case_id = f"{run_id[:6]}c{next(counter)}"
+                record = done.get(case_id)
+                if record is None:
+                    crashes_before = len(engine.crashes)
+                    outcome = loop.run_until_complete(engine.run_case(case, case_id))
+                    record = case_record(outcome, operations_json(case))
+                    record["crashes"] = engine.crashes[crashes_before:]
+                    journal.write(json.dumps(record) + "\n")
+                    journal.flush()  # before any of its rows can reach the disk
+                    if traces.rows_buffered >= _ROWS_PER_PART:
+                        traces.flush()
+                result.count(record)
+                for sighting in record["sightings"]:
+                    first_cases.setdefault(sighting["key"], record["operations"])
+                if progress is not None:
+                    progress(result.cases, examples, len(result.causes))
 
-        @hypothesis_seed(seed)  # the same seed draws the same cases
-        @settings(
-            max_examples=examples,
-            database=None,
-            deadline=None,
-            phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(strategy)
-        def generate(case):
-            if stop_drawing is not None and time.monotonic() > stop_drawing:
-                # Out of time. Returning would still pay for drawing every remaining example (a few
-                # ms each, minutes over a large --examples); raising ends the generate phase now.
-                raise _OutOfTime
-            outcome = run(case)
-            _count(result, outcome)
-            for sig in outcome.signatures:
-                first_cases.setdefault(sig, case)
-            if progress is not None:
-                progress(result.cases, examples, len(result.found))
-
-        try:
-            generate()
-        except _OutOfTime:
-            pass
-        result.operations, result.pairs_compared = engine.operations_run, engine.pairs_compared
-        replay = examples if seconds is None else result.cases  # only the cases that were run
-        # Shrinking replays variants of the diverging cases hundreds of times: a search, not a sample.
-        # Traced, it would swamp the run's counts with divergences (and show signatures that only a
-        # variant produced, with no case stored); summary.json counts it as shrink_operations.
+            try:
+                generate()
+            except _OutOfTime:
+                result.notes.append(f"drawing stopped after {result.cases} of {examples} cases: out of time")
+            traces.flush()
+        result.drawing_seconds = time.monotonic() - started
+        # Shrinking replays variants of the cases: a search, not a sample, so it is not traced.
         engine.traces = None
-        raised_with = (
-            _shrink_all(strategy, run, replay, seed, stop_shrinking) if shrink and result.found else {}
-        )
-        for sig, found in result.found.items():  # every difference gets a case file, shrunk when asked
-            found.shrunk = sig in raised_with
-            found.case_id = f"case-{found.number:03d}"
-            path = out / "cases" / f"{found.case_id}.json"
-            case = raised_with.get(sig, first_cases[sig])
-            save_case(path, case, signature=sig, targets=(a.name, b.name), shrunk=found.shrunk)
-        result.shrink_operations = engine.pairs_compared - result.pairs_compared
-        result.crashes = list(engine.crashes)
+        compared_before = engine.pairs_compared
+        _settle_causes(result, engine, loop, first_cases, out, (a, b), shrink, stop_shrinking, rules)
+        result.shrink_operations = engine.pairs_compared - compared_before
+        result.shrink_seconds = time.monotonic() - started - result.drawing_seconds
         loop.run_until_complete(engine.close())
     loop.close()
     result.seconds = time.monotonic() - started
@@ -290,119 +138,89 @@ def run_campaign(
     return result
 
 
-def _shrink_all(strategy, run, examples: int, seed: int, stop_at: float | None = None) -> dict[str, list]:
-    """The same cases again (same seed), now failing on every difference, one exception type per
-    signature, so that Hypothesis shrinks each kind of difference on its own; the last case to raise
-    a signature is its smallest (Hypothesis replays each minimal example last)."""
-    first_seen: dict[str, int] = {}  # fixed order of discovery decides which signature a case raises
-    raised_with: dict[str, list] = {}
+def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, deadline, rules) -> None:
+    """Shrink every cause from its first case, take its example from the stored case's own replay,
+    judge it, and store the case."""
+    rules = load_rules() if rules is None else rules
+    names = tuple(t.name for t in targets)
+    replays = itertools.count()
 
-    @hypothesis_seed(seed)
-    @settings(
-        max_examples=examples,
-        database=None,
-        deadline=None,
-        report_multiple_bugs=True,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        verbosity=Verbosity.quiet,
-    )
-    @given(strategy)
-    def shrink(case):
-        if stop_at is not None and time.monotonic() > stop_at:
-            return  # out of time: every later variant passes, so shrinking winds down at once
-        outcome = run(case)
-        for sig in sorted(outcome.signatures):
-            first_seen.setdefault(sig, len(first_seen))
-        if outcome.signatures:
-            raised = min(outcome.signatures, key=first_seen.__getitem__)
-            raised_with[raised] = case
-            raise _divergence_type(raised)(raised)
+    def replay(case: list) -> CaseResult:
+        namespace = f"{result.run_id[:6]}r{next(replays)}"
+        return loop.run_until_complete(engine.run_case(case, namespace))
 
-    try:
-        shrink()
-    except (DivergenceFound, BaseExceptionGroup):
-        pass
-    return raised_with
+    for cause in sorted(result.causes.values(), key=lambda c: c.number):
+        case = operations_from_json(first_cases[cause.id])
+        if shrink and (deadline is None or time.monotonic() < deadline):
+            cause.reproduced = cause.id in replay(case).cause_ids
+            if cause.reproduced:  # a cause its own case cannot show again cannot be shrunk either
+                found = shrink_case(
+                    case, lambda c, key=cause.id: key in replay(c).cause_ids, deadline=deadline
+                )
+                case, cause.shrunk = found.case, found.finished
+                again = replay(case)  # the example comes from the stored case itself
+                sighting = next(((i, v, s) for i, v, s in again.sightings if s.key == cause.id), None)
+                cause.reproduced = sighting is not None
+                if sighting is not None:
+                    index, version, shown = sighting
+                    cause.example = example_of(case[index], version, shown.facets)
+        cause.stored_operations = len(case)
+        cause.verdict = judge(cause, rules, names)
+        save_case(
+            out / "cases" / f"{cause.case_file}.json",
+            case,
+            cause=cause.id,
+            title=cause.title(*names),
+            signature=sorted(cause.signatures)[0],
+            signatures=sorted(cause.signatures),
+            verdict=cause.verdict,
+            targets=names,
+            shrunk=cause.shrunk,
+        )
+    for found in result.found.values():
+        if found.cause in result.causes:
+            found.case_id = result.causes[found.cause].case_file
+
+
+def _open_run(out: Path, a, b, *, examples, seed, apis, run_id, resume) -> dict:
+    """run.json: what the run is (its id, examples, seed, APIs), read back when resuming."""
+    run_file = out / "run.json"
+    if resume and run_file.exists():
+        earlier = json.loads(run_file.read_text())
+        if "examples" in earlier:
+            return earlier
+    plan = {
+        "run_id": run_id or uuid.uuid4().hex[:12],
+        "targets": [a.describe(), b.describe()],
+        "examples": examples,
+        "seed": seed,
+        "apis": sorted(apis) if apis else None,
+    }
+    run_file.write_text(json.dumps(plan, indent=2) + "\n")
+    return plan
+
+
+def _cases_done(journal_path: Path, traces: TraceWriter) -> dict[str, dict]:
+    """The journal's cases whose trace rows are all on disk (a case with no exchanges has none)."""
+    if not journal_path.exists():
+        return {}
+    on_disk = traces.cases_on_disk()
+    done = {}
+    for line in journal_path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # the line being written when the run was killed
+            break
+        if record["case"] in on_disk or not record["exchanged"]:
+            done[record["case"]] = record
+    return done
+
+
+def _rewrite_journal(journal_path: Path, records) -> None:
+    temporary = journal_path.with_suffix(".tmp")
+    temporary.write_text("".join(json.dumps(r) + "\n" for r in records))
+    temporary.replace(journal_path)
 
 
 class _OutOfTime(Exception):
     """Raised inside the generating test once a bounded run's drawing time is spent."""
-
-
-class DivergenceFound(Exception):
-    """Raised inside the Hypothesis test for a case that shows a difference (one subclass per
-    signature)."""
-
-
-_TYPES: dict[str, type] = {}
-
-
-def _divergence_type(sig: str) -> type:
-    if sig not in _TYPES:
-        _TYPES[sig] = type(f"Divergence{len(_TYPES)}", (DivergenceFound,), {"signature": sig})
-    return _TYPES[sig]
-
-
-def _count(result: CampaignResult, outcome: CaseResult) -> None:
-    result.cases += 1
-    result.skipped_operations += len(outcome.skipped)
-    for divergence in outcome.divergences:
-        d = divergence.difference
-        found = result.found.get(divergence.signature)
-        if found is None:
-            api_key = outcome.ops[divergence.op_index].api_key
-            version = int(divergence.signature.split("/")[1][1:])
-            found = result.found[divergence.signature] = Found(
-                divergence.signature,
-                api_key,
-                version,
-                d.generic_path,
-                d.kind,
-                number=len(result.found),
-                example={"a": _short(d.a), "b": _short(d.b), "case": outcome.case_id},
-            )
-        found.count += 1
-        pair = (json.dumps(_short(d.a), default=str), json.dumps(_short(d.b), default=str))
-        if pair not in found.value_pairs and len(found.value_pairs) < _MAX_VALUE_PAIRS:
-            found.value_pairs.append(pair)
-
-
-_MAX_VALUE_PAIRS = 50
-
-
-def _short(value):
-    text = json.dumps(value, default=str)
-    return value if len(text) <= 300 else text[:300] + "..."
-
-
-def save_case(path: Path, case: list, *, signature: str | None = None, targets=(), shrunk=True) -> None:
-    data = {
-        "signature": signature,
-        "shrunk": shrunk,
-        "targets": list(targets),
-        "operations": [{"op": type(op).__name__, **dataclasses.asdict(op)} for op in case],
-    }
-    path.write_text(json.dumps(data, indent=2, default=_bytes_json) + "\n")
-
-
-def _bytes_json(value):
-    if isinstance(value, bytes):
-        return {"hex": value.hex()}
-    raise TypeError(type(value).__name__)
-
-
-def load_case(path: Path) -> tuple[list, dict]:
-    data = json.loads(Path(path).read_text())
-    case = []
-    for entry in data["operations"]:
-        entry = dict(entry)
-        cls = OPERATIONS.get(entry.pop("op"))
-        if cls is None:
-            raise ValueError(f"{path}: unknown operation in case file")
-        for key, value in entry.items():
-            if isinstance(value, list):
-                entry[key] = tuple(bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for v in value)
-        case.append(cls(**entry))
-    return case, data

@@ -20,6 +20,7 @@ from kconform.traces import TraceRow, TraceWriter
 from ..client.network import parse_bootstrap
 from ..client.raw import Fate, RawClient, UnexpectedReply
 from ..targets.base import Target, common_versions
+from .causes import Sighting, error_beside, sightings
 from .compare import Difference, diff_trees, signature
 from .normalise import normalise
 from .operations import Context, CreateTopic, Operation
@@ -62,6 +63,11 @@ class CaseResult:
     exchanges: list[tuple[Exchange, Exchange]] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (op index, why)
+    sightings: list[tuple[int, int, Sighting]] = field(default_factory=list)  # (op index, version, cause)
+
+    @property
+    def cause_ids(self) -> set[str]:
+        return {s.key for _, _, s in self.sightings}
 
     @property
     def signatures(self) -> set[str]:
@@ -109,17 +115,21 @@ class DiffEngine:
         low, high = max(shared[0], schema.min_version), min(shared[1], schema.max_version)
         return (low, high) if low <= high else None
 
-    async def run_case(self, ops: list[Operation], case_id: str) -> CaseResult:
-        ctx = Context(prefix=case_id)
-        self._prefix = case_id
+    async def run_case(self, ops: list[Operation], case_id: str, namespace: str | None = None) -> CaseResult:
+        """Run ``ops`` in order on both targets. Names (topics, groups) start with ``namespace`` (the
+        case id by default): a namespace is used once, so no case meets another's topics or groups."""
+        ctx = Context(prefix=namespace or case_id)
+        self._prefix = ctx.prefix
         result = CaseResult(case_id, list(ops))
         for index, op in enumerate(ops):
+            shape = op.shape(ctx)
             span = self.version_range(op.api_key)
             if span is None:
                 if isinstance(op, CreateTopic) and op.partitions > 0:
                     # Setting up, not comparing: create the topic however each target allows (the mock
                     # cluster has no CreateTopics), so the steps after it meet the same topics.
                     await self._create_by_side_door(op, ctx)
+                    ctx.created.setdefault(op.topic, op.partitions)
                 result.skipped.append(
                     (index, f"{api_schema(op.api_key).name} has no version both targets offer")
                 )
@@ -154,6 +164,15 @@ class DiffEngine:
                 found = diff_trees(exchange_a.tree, exchange_b.tree)
             for difference in found:
                 result.divergences.append(Divergence(index, signature(name, version, difference), difference))
+            tree_a, tree_b = exchange_a.tree, exchange_b.tree
+
+            def agreed_error(path: str, tree_a=tree_a, tree_b=tree_b) -> int:
+                code = error_beside(tree_a, path)
+                return code if code == error_beside(tree_b, path) else 0
+
+            result.sightings += [(index, version, s) for s in sightings(name, shape, found, agreed_error)]
+            if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
+                ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
             self._trace(case_id, op, ctx, pair, found, name, version)
         return result
 

@@ -8,7 +8,8 @@ what to do with them:
   else among every node id in it), so a cluster numbered 1,2,3 compares equal to one numbered 0,1,2,
   while an id that names no listed broker stays visible as ``<not a broker: N>``;
 - ``presence``: only whether the field is set is compared (topic ids, session ids: random by design);
-- ``canonical``: opaque ids (member ids) replaced by the order in which they first appear.
+- ``canonical``: opaque ids (member ids) replaced by the order in which they first appear;
+- ``empty_list``: a null list read as an empty one, where no client tells them apart.
 Every rule has a reason, shown by ``kconform diff --explain``."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Rule:
     node_ids: tuple[str, ...] = ()
     presence: tuple[str, ...] = ()
     canonical: tuple[str, ...] = ()
+    empty_list: tuple[str, ...] = ()  # a null list compares equal to an empty one
     node_list: str | None = None  # where the answer lists its brokers: ranks come from these alone
     why: str = ""
 
@@ -53,7 +55,9 @@ RULES: dict[int, Rule] = {
             "responses[*].partitions[*].preferred_read_replica",
         ),
         presence=("session_id", "responses[*].topic_id"),
-        why="session and topic ids are random; addresses are deployment details",
+        empty_list=("responses[*].partitions[*].aborted_transactions",),
+        why="session and topic ids are random; addresses are deployment details; clients read a null "
+        "aborted-transactions list as an empty one (FetchResponse.abortedTransactions, librdkafka alike)",
     ),
     3: Rule(  # Metadata
         drop=("brokers[*].host", "brokers[*].port", "brokers[*].rack", "cluster_id"),
@@ -135,6 +139,8 @@ def normalise(api_key: int, tree: dict) -> dict:
                 _apply(tree, _parse(path), lambda parent, key, ranks=ranks: _replace(parent, key, ranks))
         for path in rule.presence:
             _apply(tree, _parse(path), _to_presence)
+        for path in rule.empty_list:
+            _apply(tree, _parse(path), _null_to_empty)
         if rule.canonical:
             names: dict = {}
             for path in rule.canonical:
@@ -200,6 +206,11 @@ def _to_presence(parent, key) -> None:
     value = parent[key]
     unset = value in (None, "", 0, -1, _NULL_UUID) or value == "0" * 32
     parent[key] = "<unset>" if unset else "<set>"
+
+
+def _null_to_empty(parent, key) -> None:
+    if parent[key] is None:
+        parent[key] = []
 
 
 def _canonical(parent, key, names: dict) -> None:

@@ -7,6 +7,7 @@ fixed, so the only differences left are the targets' own."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -49,6 +50,8 @@ TOPIC_IDS_FROM = {0: 13, 1: 13, 8: 10, 9: 10}
 class Context:
     prefix: str
     ids: dict = field(default_factory=dict, compare=False)  # (side, topic name) -> that side's id
+    # topic index -> its partition count (None: the broker's default), for topics this case created
+    created: dict = field(default_factory=dict, compare=False)
 
     def topic(self, index: int) -> str:
         return f"{self.prefix}-t{index}"
@@ -83,6 +86,44 @@ class Operation:
     def topics(self, ctx: Context) -> list[str]:
         return []
 
+    def describe(self, version: int) -> str:
+        """The operation as a reader wants it: API name and version, then the fields that are set."""
+        from kconform.codecs import api_schema
+
+        fields = [
+            f"{item.name}={getattr(self, item.name)!r}"
+            for item in dataclasses.fields(self)
+            if item.name != "version_pick" and getattr(self, item.name) != item.default
+        ]
+        return f"{api_schema(self.api_key).name} v{version}" + (f" ({', '.join(fields)})" if fields else "")
+
+    def shape(self, ctx: Context) -> str:
+        """What kind of request this is, in the terms that decide a broker's answer (an unknown topic, a
+        partition out of range, acks=0): differences with the same shape and values share a cause."""
+        return f"{type(self).__name__}({','.join(self._shape_parts(ctx))})"
+
+    def _shape_parts(self, ctx: Context) -> list[str]:
+        return []
+
+
+def _topic_shape(ctx: Context, topic: int, partition: int | None = None) -> list[str]:
+    if topic not in ctx.created:
+        return ["unknown topic"]
+    count = ctx.created[topic]
+    if partition is None or count is None:
+        return []
+    if partition < 0:
+        return ["negative partition"]
+    return [] if partition < count else ["partition out of range"]
+
+
+def _offset_shape(offset: int) -> list[str]:
+    return ["offset -1"] if offset == -1 else ["huge offset"] if offset >= 1 << 31 else []
+
+
+def _epoch_shape(epoch: int) -> list[str]:
+    return [] if epoch == -1 else [f"leader epoch {epoch}"]
+
 
 class _NamesTopicsById:
     """For an operation whose newest versions name its topic by id: one request per side, the shared
@@ -116,6 +157,10 @@ class CreateTopic(Operation):
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        parts = ["exists"] if self.topic in ctx.created else []
+        return parts + ([] if self.partitions > 0 else [f"partitions={self.partitions}"])
 
 
 @dataclass(frozen=True)
@@ -157,6 +202,12 @@ class Produce(_NamesTopicsById, Operation):
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
+    def _shape_parts(self, ctx):
+        parts = [f"acks={self.acks}"] if self.acks != -1 else []
+        parts += ["corrupt"] if self.corrupt else []
+        parts += ["no records"] if not self.values else []
+        return parts + _topic_shape(ctx, self.topic, self.partition)
+
 
 @dataclass(frozen=True)
 class Fetch(_NamesTopicsById, Operation):
@@ -176,7 +227,7 @@ class Fetch(_NamesTopicsById, Operation):
             partition=self.partition,
             fetch_offset=self.offset,
             partition_max_bytes=self.max_bytes,
-            current_leader_epoch=-1,
+            current_leader_epoch=self.leader_epoch,
             log_start_offset=-1,
         )
         topic = FetchRequest.FetchTopic(topic=ctx.topic(self.topic), partitions=[part])
@@ -194,6 +245,10 @@ class Fetch(_NamesTopicsById, Operation):
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
+    def _shape_parts(self, ctx):
+        parts = _topic_shape(ctx, self.topic, self.partition) + _offset_shape(self.offset)
+        return parts + _epoch_shape(self.leader_epoch) + (["tiny max bytes"] if self.max_bytes < 1000 else [])
+
 
 @dataclass(frozen=True)
 class ListOffsets(Operation):
@@ -207,7 +262,7 @@ class ListOffsets(Operation):
         part = ListOffsetsRequest.ListOffsetsPartition(
             partition_index=self.partition,
             timestamp=self.timestamp,
-            current_leader_epoch=-1,
+            current_leader_epoch=self.leader_epoch,
             max_num_offsets=1,
         )
         topic = ListOffsetsRequest.ListOffsetsTopic(name=ctx.topic(self.topic), partitions=[part])
@@ -215,6 +270,11 @@ class ListOffsets(Operation):
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        special = {-1: "latest", -2: "earliest", -3: "max timestamp", -4: "local start", -5: "tiered"}
+        moment = special.get(self.timestamp, "by time")
+        return [moment, *_topic_shape(ctx, self.topic, self.partition), *_epoch_shape(self.leader_epoch)]
 
 
 @dataclass(frozen=True)
@@ -237,6 +297,12 @@ class Metadata(Operation):
     def topics(self, ctx):
         return [ctx.topic(t) for t in self.topic_list]
 
+    def _shape_parts(self, ctx):
+        if self.all_topics:
+            return ["all topics"]
+        parts = ["no topics"] if not self.topic_list else []
+        return parts + (["unknown topic"] if any(t not in ctx.created for t in self.topic_list) else [])
+
 
 @dataclass(frozen=True)
 class DeleteRecords(Operation):
@@ -252,6 +318,9 @@ class DeleteRecords(Operation):
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        return _topic_shape(ctx, self.topic, self.partition) + _offset_shape(self.offset)
 
 
 @dataclass(frozen=True)
@@ -297,6 +366,9 @@ class OffsetCommit(_NamesTopicsById, Operation):
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
 
+    def _shape_parts(self, ctx):
+        return _topic_shape(ctx, self.topic, self.partition) + _offset_shape(self.offset)
+
 
 @dataclass(frozen=True)
 class OffsetFetch(_NamesTopicsById, Operation):
@@ -322,3 +394,6 @@ class OffsetFetch(_NamesTopicsById, Operation):
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        return _topic_shape(ctx, self.topic, self.partition)

@@ -19,23 +19,29 @@ PLANTED = "reference@planted=list-offsets-latest-off-by-one"
 def test_a_planted_difference_is_found_shrunk_and_replayed(tmp_path):
     with make_target(PLANTED) as planted, make_target("reference") as honest:
         result = run_campaign(planted, honest, tmp_path, examples=150, seed=7)
-    found = [f for f in result.found.values() if f.api_key == 2]
-    assert found, f"the campaign missed the planted ListOffsets difference: {sorted(result.found)}"
-    assert all(f.field_path == "topics[*].partitions[*].offset" and f.kind == "value" for f in found)
-    assert set(result.found) == {f.signature for f in found}  # nothing else differs
+    # one cause: the latest offset, whatever the version it was asked at
+    assert len(result.causes) == 1, [c.title(*result.targets) for c in result.causes.values()]
+    (cause,) = result.causes.values()
+    assert cause.api_name == "ListOffsets" and [f.path for f in cause.facets] == [
+        "topics[*].partitions[*].offset"
+    ]
+    assert cause.shrunk and cause.reproduced
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["cases"] == 150 and {d["signature"] for d in summary["differences"]} == set(result.found)
-    smallest = min(found, key=lambda f: len(load_case(tmp_path / "cases" / f"{f.case_id}.json")[0]))
-    case_file = tmp_path / "cases" / f"{smallest.case_id}.json"
+    assert summary["cases"] == 150 and [c["cause"] for c in summary["causes"]] == [cause.id]
+    assert {d["cause"] for d in summary["differences"]} == {cause.id}
+    case_file = tmp_path / "cases" / f"{cause.case_file}.json"
     operations, data = load_case(case_file)
-    assert len(operations) <= 3 and data["signature"] == smallest.signature
+    assert len(operations) <= 3 and data["cause"] == cause.id
     assert type(operations[-1]).__name__ == "ListOffsets" and operations[-1].timestamp == -1
+    assert cause.example["operation"].startswith("ListOffsets v")  # from the stored case's own replay
+    assert cause.verdict["deviates"] is None  # no rule pins a log's end: unknown, and says so
     traces = read_traces(tmp_path)
     assert "diverge" in traces["outcome"].to_pylist()
-    assert smallest.signature in traces["signature"].to_pylist()
+    assert set(cause.signatures) <= set(traces["signature"].to_pylist())
+    smallest = data
 
     replay = CliRunner().invoke(cli, ["repro", str(case_file)])
     assert replay.exit_code == 1, replay.output
-    assert smallest.signature in replay.output
+    assert smallest["signature"] in replay.output
     clean = CliRunner().invoke(cli, ["repro", str(case_file), "--a", "reference", "--b", "reference"])
     assert clean.exit_code == 0, clean.output

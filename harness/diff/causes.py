@@ -1,0 +1,204 @@
+"""Root causes: the differences of a campaign grouped by what makes them, before anything is shrunk.
+
+One behaviour shows up as many signatures: an unknown-topic rule differs at every version of an API and
+in every field the error empties. A cause is therefore keyed without the version, by the request's
+shape and the *primary* differences of an exchange:
+- a different fate (one side answered, the other closed, went silent or crashed) is the cause, and says
+  which side did what;
+- else the error codes that differ, together: the other fields of that answer (offsets, records) are
+  their consequences, listed with the cause but not causes of their own;
+- else every differing field with its pair of values is a cause of its own.
+
+Everything here is pure: exchanges in, cause keys and tallies out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .compare import Difference
+
+__all__ = ["Cause", "Facet", "Sighting", "error_beside", "sightings"]
+
+_CONNECTION = "<connection>"
+
+
+@dataclass(frozen=True, order=True)
+class Facet:
+    """One primary difference, generalised over list indexes: the field, its kind, both values."""
+
+    path: str
+    kind: str
+    a: str  # the values as JSON text, so facets hash and sort
+    b: str
+
+    def signature(self, api_name: str, version: int) -> str:
+        return f"{api_name}/v{version}/{self.path}/{self.kind}"
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A cause as one exchange showed it."""
+
+    key: str  # the cause id
+    api_name: str
+    shape: str  # the request's shape where it decides the cause (error codes), else empty
+    facets: tuple[Facet, ...]
+    consequences: tuple[str, ...]  # generic paths of the other fields that differ with it
+
+
+def sightings(
+    api_name: str, shape: str, differences: list[Difference], error_at: Callable[[str], int] | None = None
+) -> list[Sighting]:
+    """The causes one exchange shows (none when the answers agree). ``error_at(path)`` gives the error
+    code both sides agree on beside a differing field (0 if none): a field that differs under an error
+    (the offsets of a partition both refuse) is a cause of its own, told apart by that error."""
+    if not differences:
+        return []
+    fates = [d for d in differences if d.path == _CONNECTION]
+    if fates:  # who answered and who closed decides it, whatever the request held
+        return [_sighting(api_name, "", fates, [])]
+    errors = [d for d in differences if d.kind == "error_code"]
+    if errors:  # an error code answers the request's shape: an unknown topic, acks=2
+        rest = [d for d in differences if d.kind != "error_code"]
+        return [_sighting(api_name, shape, errors, rest)]
+    by_facet = {}
+    for difference in differences:  # several partitions differing alike are one cause
+        code = error_at(difference.path) if error_at else 0
+        by_facet.setdefault((_facet(difference), code), difference)
+    return [
+        _sighting(api_name, f"under error {code}" if code else "", [d], [])
+        for (_, code), d in by_facet.items()
+    ]
+
+
+def error_beside(tree, path: str) -> int:
+    """The ``error_code`` of the entry that holds the field at ``path`` in ``tree`` (0 if none)."""
+    node = tree
+    parts = path.replace("[", ".[").split(".")[:-1]
+    for part in (p for p in parts if p):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            node = node[index] if isinstance(node, list) and index < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+    code = node.get("error_code") if isinstance(node, dict) else None
+    return code if isinstance(code, int) else 0
+
+
+def _facet(difference: Difference) -> Facet:
+    return Facet(difference.generic_path, difference.kind, _json(difference.a), _json(difference.b))
+
+
+def _sighting(api_name, shape, primary, rest) -> Sighting:
+    facets = tuple(sorted(set(map(_facet, primary))))
+    key_text = json.dumps([api_name, shape, [list(vars(f).values()) for f in facets]])
+    key = "c" + hashlib.sha1(key_text.encode()).hexdigest()[:10]
+    consequences = tuple(sorted({d.generic_path for d in rest}))
+    return Sighting(key, api_name, shape, facets, consequences)
+
+
+def _json(value) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+@dataclass
+class Cause:
+    """What a campaign knows of one cause: where it was seen and how often, and its stored case."""
+
+    id: str
+    api_key: int
+    api_name: str
+    shape: str
+    facets: tuple[Facet, ...]
+    number: int  # order of discovery: case-NNN
+    versions: set[int] = field(default_factory=set)
+    signatures: set[str] = field(default_factory=set)
+    consequences: set[str] = field(default_factory=set)
+    exchanges: int = 0
+    cases: set[str] = field(default_factory=set)
+    first_case: str = ""
+    example: dict | None = None  # from the stored case's replay: version, values, request
+    shrunk: bool = False
+    reproduced: bool | None = None  # did the stored case show it again when replayed (None: not tried)
+    stored_operations: int = 0
+    verdict: dict | None = None
+
+    def add(self, sighting: Sighting, version: int, case_id: str) -> None:
+        self.versions.add(version)
+        self.signatures.update(f.signature(self.api_name, version) for f in sighting.facets)
+        self.consequences.update(sighting.consequences)
+        self.exchanges += 1
+        self.cases.add(case_id)
+        self.first_case = self.first_case or case_id
+
+    @property
+    def case_file(self) -> str:
+        return f"case-{self.number:03d}"
+
+    def title(self, a_name: str, b_name: str) -> str:
+        """One line a reader understands without the summary: which request, what each side did."""
+        facet = self.facets[0]
+        a, b = _loads(facet.a), _loads(facet.b)
+        if facet.path == _CONNECTION:
+            what = f"{a_name} {_fate_words(a)}, {b_name} {_fate_words(b)}"
+        else:
+            what = f"{facet.path} ({facet.kind}): {a_name} {facet.a}, {b_name} {facet.b}"
+            if len(self.facets) > 1:
+                what += f" and {len(self.facets) - 1} more"
+        shape = f" {self.shape}" if self.shape else ""
+        return f"{self.api_name} v{_span(self.versions)}{shape}: {what}"
+
+    def to_json(self, a_name: str, b_name: str) -> dict:
+        return {
+            "cause": self.id,
+            "title": self.title(a_name, b_name),
+            "api_key": self.api_key,
+            "api_name": self.api_name,
+            "versions": sorted(self.versions),
+            "shape": self.shape,
+            "facets": [
+                {"path": f.path, "kind": f.kind, "a": _loads(f.a), "b": _loads(f.b)} for f in self.facets
+            ],
+            "consequences": sorted(self.consequences),
+            "signatures": sorted(self.signatures),
+            "exchanges": self.exchanges,
+            "cases": len(self.cases),
+            "case_id": self.case_file,
+            "shrunk": self.shrunk,
+            "reproduced": self.reproduced,
+            "operations": self.stored_operations,
+            "example": self.example,
+            "verdict": self.verdict,
+        }
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:  # a value cut short for the summary
+        return text
+
+
+_FATES = {
+    "answered": "answered",
+    "closed": "closed the connection",
+    "timeout": "stayed silent",
+    "no_response": "sent no response, as asked",
+    "crashed": "crashed",
+    "undecodable": "answered with bytes that do not decode",
+}
+
+
+def _fate_words(fate) -> str:
+    return _FATES.get(fate, str(fate))
+
+
+def _span(versions: set[int]) -> str:
+    if not versions:
+        return "?"
+    low, high = min(versions), max(versions)
+    return str(low) if low == high else f"{low}-{high}"

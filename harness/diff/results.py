@@ -1,0 +1,216 @@
+"""What a differential campaign found, built from its journal records (one per case) so that a run and
+its resumption count alike: causes, every field signature seen (the traces' own unit), crashes,
+coverage, and summary.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+
+from kconform.codecs import api_schema
+
+from .case_files import operations_from_json
+from .causes import Cause, Facet, Sighting
+from .engine import CaseResult
+
+__all__ = ["CampaignResult", "Found", "case_record", "example_of"]
+
+_MAX_VALUE_PAIRS = 50
+
+
+@dataclasses.dataclass
+class Found:
+    """One field signature (``Api/vN/path/kind``): how often, with which values, and its cause."""
+
+    signature: str
+    api_key: int
+    api_version: int
+    field_path: str
+    kind: str
+    cause: str
+    count: int = 0
+    example: dict | None = None  # a: ..., b: ... from the first sighting
+    case_id: str | None = None  # its cause's stored case
+    value_pairs: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+def case_record(result: CaseResult, operations: list[dict]) -> dict:
+    """A case as the journal keeps it: enough to count it again on resumption without running it."""
+    return {
+        "case": result.case_id,
+        "operations": operations,
+        "skipped": len(result.skipped),
+        "pairs": len(result.exchanges),
+        "exchanged": sorted({(pair[0].api_key, pair[0].api_version) for pair in result.exchanges}),
+        "differences": [
+            {
+                "op": d.op_index,
+                "signature": d.signature,
+                "a": _short(d.difference.a),
+                "b": _short(d.difference.b),
+            }
+            for d in result.divergences
+        ],
+        "sightings": [
+            {
+                "op": index,
+                "version": version,
+                "key": s.key,
+                "api_name": s.api_name,
+                "shape": s.shape,
+                "facets": [dataclasses.astuple(f) for f in s.facets],
+                "consequences": list(s.consequences),
+            }
+            for index, version, s in result.sightings
+        ],
+    }
+
+
+def example_of(op, version: int, facets: tuple[Facet, ...]) -> dict:
+    """A cause's example: the request that showed it, readable, and both sides' values."""
+    return {"operation": op.describe(version), "api_version": version, "a": _loads(facets[0].a),
+            "b": _loads(facets[0].b)}  # fmt: skip
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:  # a value cut short
+        return text
+
+
+def sighting_of(record: dict) -> Sighting:
+    facets = tuple(Facet(*f) for f in record["facets"])
+    return Sighting(record["key"], record["api_name"], record["shape"], facets, tuple(record["consequences"]))
+
+
+@dataclasses.dataclass
+class CampaignResult:
+    run_id: str
+    targets: tuple[str, str]
+    cases: int = 0
+    operations: int = 0
+    pairs_compared: int = 0
+    skipped_pairs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    shared: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    skipped_operations: int = 0
+    shrink_operations: int = 0
+    crashes: list = dataclasses.field(default_factory=list)  # (target, api key, version, last words)
+    causes: dict[str, Cause] = dataclasses.field(default_factory=dict)
+    found: dict[str, Found] = dataclasses.field(default_factory=dict)
+    exercised: set[tuple[int, int]] = dataclasses.field(default_factory=set)
+    seconds: float = 0.0
+    shrink_seconds: float = 0.0
+    drawing_seconds: float = 0.0
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def count(self, record: dict) -> None:
+        """Add one journal record (a case run now, or one a resumed run finds done)."""
+        self.cases += 1
+        self.operations += record["pairs"]
+        self.pairs_compared += record["pairs"]
+        self.skipped_operations += record["skipped"]
+        self.crashes += [tuple(crash) for crash in record.get("crashes", [])]
+        self.exercised.update(tuple(pair) for pair in record["exchanged"])
+        cause_of_op: dict[int, list[str]] = {}
+        for entry in record["sightings"]:
+            sighting = sighting_of(entry)
+            cause = self.causes.get(sighting.key)
+            if cause is None:
+                cause = self.causes[sighting.key] = Cause(
+                    sighting.key,
+                    _key(sighting.api_name),
+                    sighting.api_name,
+                    sighting.shape,
+                    sighting.facets,
+                    len(self.causes),
+                )
+                op = operations_from_json([record["operations"][entry["op"]]])[0]
+                cause.example = example_of(op, entry["version"], sighting.facets)
+            cause.add(sighting, entry["version"], record["case"])
+            cause_of_op.setdefault(entry["op"], []).append(sighting.key)
+        for difference in record["differences"]:
+            sig = difference["signature"]
+            found = self.found.get(sig)
+            if found is None:
+                api_name, version, rest = sig.split("/", 2)
+                path, kind = rest.rsplit("/", 1)
+                cause = (cause_of_op.get(difference["op"]) or ["?"])[0]
+                found = self.found[sig] = Found(
+                    sig, _key(api_name), int(version[1:]), path, kind, cause,
+                    example={"a": difference["a"], "b": difference["b"], "case": record["case"]},
+                )  # fmt: skip
+            found.count += 1
+            pair = (json.dumps(difference["a"], default=str), json.dumps(difference["b"], default=str))
+            if pair not in found.value_pairs and len(found.value_pairs) < _MAX_VALUE_PAIRS:
+                found.value_pairs.append(pair)
+
+    def coverage(self) -> dict:
+        """The (API, version) pairs both targets advertise, which the run exchanged, and which not."""
+        offered = {(key, v) for key, (low, high) in self.shared.items() for v in range(low, high + 1)}
+        missed = sorted(offered - self.exercised)
+        return {
+            "offered_by_both": len(offered),
+            "exercised": len(offered & self.exercised),
+            "not_exercised": [
+                {"api_key": k, "api_name": api_schema(k).name, "api_version": v} for k, v in missed
+            ],
+        }
+
+    def summary(self) -> dict:
+        a_name, b_name = self.targets
+        by_kind = Counter(f.kind for f in self.found.values())
+        causes = sorted(self.causes.values(), key=lambda c: c.number)
+        return {
+            "run_id": self.run_id,
+            "targets": list(self.targets),
+            "cases": self.cases,
+            "operations": self.operations,
+            "pairs_compared": self.pairs_compared,
+            "skipped_operations": self.skipped_operations,
+            "shrink_operations": self.shrink_operations,
+            "seconds": round(self.seconds, 2),
+            "drawing_seconds": round(self.drawing_seconds, 2),
+            "shrink_seconds": round(self.shrink_seconds, 2),
+            "crashes": [
+                {"target": t, "api_key": k, "api_version": v, "message": m} for t, k, v, m in self.crashes
+            ],
+            "skipped_api_versions": [{"api_key": k, "api_version": v} for k, v in self.skipped_pairs],
+            "coverage": self.coverage(),
+            "notes": self.notes,
+            "causes": [c.to_json(a_name, b_name) for c in causes],
+            "differences_by_kind": dict(by_kind),
+            "differences": [
+                {
+                    "signature": f.signature,
+                    "cause": f.cause,
+                    "api_key": f.api_key,
+                    "api_version": f.api_version,
+                    "field_path": f.field_path,
+                    "kind": f.kind,
+                    "count": f.count,
+                    "case_id": f.case_id,
+                    "shrunk": self.causes[f.cause].shrunk if f.cause in self.causes else False,
+                    "example": f.example,
+                    "value_pairs": [[json.loads(a), json.loads(b)] for a, b in f.value_pairs],
+                }
+                for f in sorted(self.found.values(), key=lambda f: f.signature)
+            ],
+        }
+
+
+_KEYS: dict[str, int] = {}
+
+
+def _key(api_name: str) -> int:
+    if not _KEYS:
+        from kconform.codecs import api_schemas
+
+        _KEYS.update({s.name: s.api_key for s in api_schemas()})
+    return _KEYS[api_name]
+
+
+def _short(value):
+    text = json.dumps(value, default=str)
+    return value if len(text) <= 300 else text[:300] + "..."

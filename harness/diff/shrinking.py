@@ -1,0 +1,95 @@
+"""Shrinking one cause's case to a minimal one: a greedy search over the stored operations themselves,
+not a re-run of the whole campaign. Chunks of operations are dropped (halves, then quarters, down to
+single operations), then each remaining operation's fields are moved towards simpler values; a change
+is kept whenever the smaller case still shows the cause. Pure over ``shows`` (a replay in a namespace of
+its own), so it is tested without a broker."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+__all__ = ["ShrinkResult", "shrink_case"]
+
+
+@dataclasses.dataclass
+class ShrinkResult:
+    case: list
+    replays: int
+    finished: bool  # False when the deadline or the replay budget stopped it
+
+
+def shrink_case(
+    case: list,
+    shows: Callable[[list], bool],
+    *,
+    deadline: float | None = None,
+    max_replays: int = 200,
+    clock: Callable[[], float] = time.monotonic,
+) -> ShrinkResult:
+    """The smallest case found that still ``shows`` the cause (``case`` itself when none is smaller)."""
+    replays = 0
+
+    def still_shows(candidate: list) -> bool | None:
+        nonlocal replays
+        if replays >= max_replays or (deadline is not None and clock() > deadline):
+            return None
+        replays += 1
+        return shows(candidate)
+
+    current = list(case)
+    for step in (_drop_chunks, _simplify_fields):
+        current, done = step(current, still_shows)
+        if not done:
+            return ShrinkResult(current, replays, False)
+    return ShrinkResult(current, replays, True)
+
+
+def _drop_chunks(case: list, still_shows) -> tuple[list, bool]:
+    size = max(1, len(case) // 2)
+    while size >= 1:
+        start = 0
+        while start < len(case) and len(case) > 1:
+            candidate = case[:start] + case[start + size :]
+            if not candidate:
+                start += size
+                continue
+            verdict = still_shows(candidate)
+            if verdict is None:
+                return case, False
+            if verdict:
+                case = candidate  # the same start now holds the operations after the dropped chunk
+            else:
+                start += size
+        size //= 2
+    return case, True
+
+
+def _simplify_fields(case: list, still_shows) -> tuple[list, bool]:
+    for index in range(len(case)):
+        for name, simpler in _simpler_values(case[index]):
+            candidate = list(case)
+            candidate[index] = dataclasses.replace(case[index], **{name: simpler})
+            verdict = still_shows(candidate)
+            if verdict is None:
+                return case, False
+            if verdict:
+                case = candidate
+    return case, True
+
+
+def _simpler_values(op) -> list[tuple[str, object]]:
+    """For each field, at most one simpler value to try: zero, false, a shorter tuple."""
+    out = []
+    for item in dataclasses.fields(op):
+        value = getattr(op, item.name)
+        if isinstance(value, bool):
+            if value:
+                out.append((item.name, False))
+        elif isinstance(value, int):
+            if value != 0 and item.name != "version_pick":
+                out.append((item.name, 0))
+        elif isinstance(value, tuple) and len(value) > 1:
+            out.append((item.name, value[:1]))
+    return out

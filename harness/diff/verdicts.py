@@ -1,0 +1,200 @@
+"""Who deviates from Apache Kafka: a table of rules (``verdicts.toml``), each saying what Kafka answers
+for a difference, with the place in Kafka's source that decides it. The table names no pair of targets:
+a cause's verdict follows from which side's value Kafka gives, so one rule judges reference vs mock,
+reference vs tansu, or mock vs tansu alike.
+
+A rule may also pin what known peers answer instead (``seen``), so that a peer that changes (a fix, a
+regression) shows up as news rather than hiding behind an old verdict."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .causes import Cause, Facet
+
+__all__ = ["Rule", "judge", "load_rules", "news", "signature_matches"]
+
+# Fates Kafka never shows, whatever the request: (what, evidence).
+_NEVER = {
+    "crashed": (
+        "it crashed",
+        "core/src/main/scala/kafka/server/KafkaApis.scala handle(): every request's failure is caught and "
+        "answered (requestHelper.handleError); a broker process never ends on a request",
+    ),
+    "undecodable": (
+        "its answer does not decode as the response of that API and version",
+        "clients/src/main/resources/common/message/*Response.json: Kafka writes every response with the "
+        "serializer generated from its schema (e.g. MetadataResponseData.write)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    signature: str  # fnmatch over "Api/vN/path/kind"; a literal "[*]" stands for itself
+    kafka: tuple  # the values Apache Kafka gives, decoded (empty: see ``never``)
+    what: str
+    evidence: str
+    shape: str = "*"  # fnmatch over the cause's request shape
+    seen: dict[str, tuple] = field(default_factory=dict)  # target kind -> the values it gives instead
+    never: tuple = ()  # values Kafka never gives here, when what it gives depends on more than the shape
+    shape_excludes: str | None = None  # fnmatch: shapes the rule does not cover
+
+    def covers(self, cause: Cause, facet: Facet) -> bool:
+        if self.shape_excludes and fnmatch.fnmatchcase(cause.shape, self.shape_excludes):
+            return False
+        return fnmatch.fnmatchcase(cause.shape, self.shape) and any(
+            signature_matches(facet.signature(cause.api_name, v), self.signature) for v in cause.versions
+        )
+
+
+def signature_matches(signature: str, pattern: str) -> bool:
+    """fnmatch, with ``[*]`` in a pattern meaning the literal ``[*]`` of generalised list indexes."""
+    return fnmatch.fnmatchcase(signature, pattern.replace("[*]", "[[][*][]]"))
+
+
+def load_rules(path: Path | None = None) -> list[Rule]:
+    """The packaged table, or the one at ``path``. Raises ValueError naming the bad rule."""
+    text = (
+        Path(path).read_text() if path else resources.files(__package__).joinpath("verdicts.toml").read_text()
+    )
+    rules, ids = [], set()
+    for raw in tomllib.loads(text).get("rule", []):
+        name = raw.get("id", "?")
+        missing = [k for k in ("id", "signature", "what", "evidence") if not raw.get(k)]
+        missing += [] if raw.get("kafka") or raw.get("never") else ["kafka or never"]
+        if missing:
+            raise ValueError(f"verdict rule {name}: needs {', '.join(missing)}")
+        if name in ids:
+            raise ValueError(f"verdict rule {name}: the id is used twice")
+        ids.add(name)
+        if raw["signature"].count("/") != 3:
+            raise ValueError(f"verdict rule {name}: signature must read Api/vN/path/kind")
+        try:
+            kafka = tuple(json.loads(v) for v in raw.get("kafka", ()))
+            never = tuple(json.loads(v) for v in raw.get("never", ()))
+            seen = {
+                kind: tuple(json.loads(v) for v in values) for kind, values in raw.get("seen", {}).items()
+            }
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"verdict rule {name}: values are JSON texts ({exc})") from None
+        rules.append(
+            Rule(
+                name,
+                raw["signature"],
+                kafka,
+                raw["what"],
+                raw["evidence"],
+                raw.get("shape", "*"),
+                seen,
+                never,
+                raw.get("shape_excludes"),
+            )
+        )
+    return rules
+
+
+def judge(cause: Cause, rules: list[Rule], names: tuple[str, str]) -> dict:
+    """The verdict on ``cause`` between targets named ``names`` (sides a and b): who deviates from
+    Kafka, by which rule. ``sides`` lists the deviating sides ("a", "b"), ``deviates`` their names."""
+    findings = []
+    for facet in cause.facets:
+        values = (_value(facet.a), _value(facet.b))
+        never = next((v for v in values if facet.kind == "fate" and v in _NEVER), None)
+        if never is not None:
+            sides = tuple(side for side, v in zip("ab", values, strict=True) if v in _NEVER)
+            findings.append((sides, never, ("answered", "closed", "no_response"), *_NEVER[never]))
+            continue
+        for rule in (r for r in rules if r.covers(cause, facet)):
+            if rule.kafka:
+                sides = tuple(side for side, v in zip("ab", values, strict=True) if v not in rule.kafka)
+            else:
+                sides = tuple(side for side, v in zip("ab", values, strict=True) if v in rule.never)
+                if not sides:
+                    continue  # the rule cannot tell: a later one may
+            findings.append(
+                (sides, rule.id, rule.kafka or (f"anything but {rule.never}",), rule.what, rule.evidence)
+            )
+            break
+    if not findings:
+        return {
+            "sides": None,
+            "deviates": None,
+            "rule": None,
+            "text": "unknown: no rule says what Kafka answers",
+        }
+    if len({f[0] for f in findings}) > 1:
+        named = ", ".join(sorted({f[1] for f in findings}))
+        return {"sides": None, "deviates": None, "rule": named, "text": f"unknown: rules disagree ({named})"}
+    sides, rule_id, kafka, what, evidence = findings[0]
+    deviates = [names["ab".index(side)] for side in sides]
+    if not sides:
+        text = f"Kafka allows both answers: {what}"
+    elif len(sides) == 2:
+        text = f"both deviate from Kafka: {what}"
+    else:
+        text = f"{deviates[0]} deviates from Kafka: {what}"
+    return {
+        "sides": list(sides),
+        "deviates": deviates,
+        "rule": rule_id,
+        "kafka": list(kafka),
+        "text": text,
+        "evidence": evidence,
+    }
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _rule_covers(rule: Rule, cause: dict, facet: dict) -> bool:
+    return any(
+        signature_matches(f"{cause['api_name']}/v{v}/{facet['path']}/{facet['kind']}", rule.signature)
+        for v in cause["versions"]
+    )
+
+
+def news(causes: list[dict], rules: list[Rule], kinds: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """Checks summary.json's causes of a run between targets of ``kinds`` (a's, b's) against the pinned
+    ``seen`` values. Returns (what is new: a cause without a verdict, or a deviating value no rule pins
+    for that kind; what is stale: a pinned (rule, kind, value) that the run did not show)."""
+    by_id = {r.id: r for r in rules}
+    new, shown = [], set()
+    for cause in causes:
+        verdict = cause.get("verdict") or {}
+        if verdict.get("sides") is None:
+            new.append(f"{cause['title']}: {verdict.get('text', 'no verdict')}")
+            continue
+        rule = by_id.get(verdict["rule"])
+        if rule is None:  # a built-in rule (a crash, an undecodable answer): not pinned per peer
+            continue
+        for facet in cause["facets"]:
+            if not _rule_covers(rule, cause, facet):
+                continue
+            for side in verdict["sides"]:
+                kind, value = kinds["ab".index(side)], facet[side]
+                if value in rule.seen.get(kind, ()):
+                    shown.add((rule.id, kind, json.dumps(value)))
+                else:
+                    new.append(
+                        f"{cause['title']}: {kind} answers {value!r}, which rule {rule.id} does not pin"
+                    )
+    stale = [
+        f"{rule.id}: {kind} {json.dumps(value)}"
+        for rule in rules
+        for kind, values in rule.seen.items()
+        if kind in kinds
+        for value in values
+        if (rule.id, kind, json.dumps(value)) not in shown
+    ]
+    return new, stale

@@ -1,0 +1,78 @@
+"""Root causes and shrinking, without a broker: the differences of an exchange group into the causes
+the engine reports, and the shrinker finds the smallest case that still shows a cause."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kconform.harness.diff import operations as ops
+from kconform.harness.diff.causes import error_beside, sightings
+from kconform.harness.diff.compare import Difference, diff_trees
+from kconform.harness.diff.shrinking import shrink_case
+
+
+def test_one_rule_across_versions_and_fields_is_one_cause():
+    """An unknown topic empties every field of the answer: the error code is the cause, the rest are
+    its consequences, and the same pair at another version is the same cause."""
+    a = {"responses": [{"partitions": [{"error_code": 3, "high_watermark": -1, "records": []}]}]}
+    b = {"responses": [{"partitions": [{"error_code": 0, "high_watermark": 4, "records": [1]}]}]}
+    (first,) = sightings("Fetch", "Fetch(unknown topic)", diff_trees(a, b))
+    assert [f.path for f in first.facets] == ["responses[*].partitions[*].error_code"]
+    assert set(first.consequences) == {
+        "responses[*].partitions[*].high_watermark",
+        "responses[*].partitions[*].records",
+    }
+    (again,) = sightings("Fetch", "Fetch(unknown topic)", diff_trees(a, b))
+    assert again.key == first.key
+    (other_shape,) = sightings("Fetch", "Fetch(partition out of range)", diff_trees(a, b))
+    assert other_shape.key != first.key  # the same error pair for another request is another cause
+
+
+def test_a_fate_names_what_each_side_did_and_values_split_causes():
+    (fate,) = sightings(
+        "Produce", "Produce(acks=0)", [Difference("<connection>", "fate", "closed", "answered")]
+    )
+    assert fate.shape == ""  # who closed decides it, whatever the request held
+    values = [Difference("controller_id", "value", 0, 1), Difference("controller_id", "value", 0, 2)]
+    assert len({s.key for v in values for s in sightings("Metadata", "", [v])}) == 2
+
+
+def test_a_field_that_differs_under_an_agreed_error_is_told_apart_by_it():
+    tree = {"responses": [{"partitions": [{"error_code": 1, "high_watermark": -1}]}]}
+    assert error_beside(tree, "responses[0].partitions[0].high_watermark") == 1
+    assert error_beside(tree, "responses[0].topic_id") == 0 and error_beside(tree, "nowhere[3].x") == 0
+    difference = Difference("responses[0].partitions[0].high_watermark", "value", -1, 0)
+    (under,) = sightings("Fetch", "Fetch()", [difference], lambda path: 1)
+    (plain,) = sightings("Fetch", "Fetch()", [difference], lambda path: 0)
+    assert under.shape == "under error 1" and plain.shape == "" and under.key != plain.key
+
+
+def _case(n: int) -> list:
+    return [ops.Produce(i, topic=i % 3, values=(b"x",) * (i % 4 + 1), acks=1) for i in range(n)]
+
+
+@given(st.integers(1, 12), st.data())
+def test_shrinking_keeps_exactly_what_the_cause_needs(n, data):
+    case = _case(n)
+    needed = data.draw(st.sets(st.sampled_from(range(n)), min_size=1, max_size=min(3, n)))
+    wanted = [case[i] for i in sorted(needed)]
+
+    def shows(candidate):  # the cause needs these operations, in order, with their topics
+        picks = [(op.version_pick, op.topic) for op in candidate]
+        return all((op.version_pick, op.topic) in picks for op in wanted)
+
+    result = shrink_case(case, shows)
+    assert result.finished and shows(result.case)
+    assert [op.version_pick for op in result.case] == [op.version_pick for op in wanted]
+    assert all(len(op.values) == 1 and op.acks == 0 for op in result.case)  # fields moved to simpler values
+
+
+def test_shrinking_stops_at_its_budget_and_keeps_what_it_has():
+    case = _case(10)
+    calls = []
+    result = shrink_case(case, lambda c: calls.append(1) or True, max_replays=3)
+    assert not result.finished and len(calls) == 3 and len(result.case) < len(case)
+    ticks = iter(range(100))
+    timed = shrink_case(case, lambda c: True, deadline=2, clock=lambda: next(ticks))
+    assert not timed.finished and timed.replays <= 3
