@@ -13,7 +13,13 @@ from ._exceptions import DecodeError, EncodeError
 from ._primitives import MalformedVarint, read_uvarint, write_uvarint
 from ._schema import FieldSchema
 
-__all__ = ["decode_message", "encode_message", "explain_decode_failure", "explain_encode_failure"]
+__all__ = [
+    "decode_message",
+    "encode_message",
+    "explain_decode_failure",
+    "explain_encode_failure",
+    "walk_fields",
+]
 
 _FIXED = {
     "bool": struct.Struct(">?"),
@@ -39,9 +45,10 @@ class _Failure(Exception):
 
 
 class _Reader:
-    def __init__(self, buf: memoryview, pos: int) -> None:
+    def __init__(self, buf: memoryview, pos: int, on_field=None) -> None:
         self.buf = buf
         self.pos = pos
+        self.on_field = on_field  # called as each field is read: (field, path, start, end, compact)
 
     def take(self, n: int, path: str) -> memoryview:
         if n < 0 or self.pos + n > len(self.buf):
@@ -75,6 +82,20 @@ def decode_message(cls, data, version: int):
             cls.__name__, version, failure.reason, field=failure.path, offset=failure.offset
         ) from None
     return message, reader.pos
+
+
+def walk_fields(cls, data, version: int, on_field) -> int:
+    """Decode ``data`` as ``cls`` at ``version``, calling ``on_field(field, path, start, end, compact)``
+    for every field read (nested fields before the field that holds them); returns where the message
+    ends. Bad bytes raise DecodeError, as ``decode_message``."""
+    buf = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    reader = _Reader(buf, 0, on_field)
+    try:
+        _decode_struct(cls, reader, version, cls._message_.flexible(version), "")
+    except _Failure as failure:
+        path = failure.path.lstrip(".") or None
+        raise DecodeError(cls.__name__, version, failure.reason, field=path, offset=failure.offset) from None
+    return reader.pos
 
 
 def explain_decode_failure(cls, buf: memoryview, pos: int, version: int, exc: Exception) -> DecodeError:
@@ -145,6 +166,15 @@ def _read_length(reader: _Reader, compact: bool, wide: bool, path: str) -> int:
 
 
 def _decode_field(f: FieldSchema, reader: _Reader, version: int, flexible: bool, path: str):
+    if reader.on_field is None:
+        return _read_field(f, reader, version, flexible, path)
+    start = reader.pos
+    value = _read_field(f, reader, version, flexible, path)
+    reader.on_field(f, path.lstrip("."), start, reader.pos, _compact(f, version, flexible))
+    return value
+
+
+def _read_field(f: FieldSchema, reader: _Reader, version: int, flexible: bool, path: str):
     compact = _compact(f, version, flexible)
     nullable = f.nullable(version)
     kind = f.element_type

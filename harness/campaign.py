@@ -24,15 +24,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAOS_CATALOGUES",
+    "DEFAULT_TARGETS",
     "CampaignError",
     "CampaignPlan",
     "PartOutcome",
     "chaos_kind",
+    "default_targets",
     "plan_campaign",
     "previous_report",
     "run_end_to_end",
 ]
 
+DEFAULT_TARGETS = ("reference", "rdkafka-mock")
 # chaos kind (``scenario_set.parse_target``) -> the catalogue it runs, as ``kconform chaos`` chooses it
 CHAOS_CATALOGUES = {"reference": "default", "rdkafka-mock": "default", "cluster": "replication"}
 REPORT_RESERVE_S = 75.0  # Spark's start and the roll-up of a campaign's traces, on two cores
@@ -71,6 +74,13 @@ def chaos_kind(target: str) -> str:
     from .chaos.scenario_set import parse_target  # the chaos command's own reading of a target
 
     return parse_target(target)[0]
+
+
+def default_targets(tansu_installed: bool) -> tuple[str, ...]:
+    """The targets of a campaign that names none: the reference broker first (compared with each of the
+    others), librdkafka's mock cluster, and Tansu where its binary is installed. Tansu runs no chaos (it
+    has no catalogue), so it takes a share of the differential budget only."""
+    return DEFAULT_TARGETS + (("tansu",) if tansu_installed else ())
 
 
 def plan_campaign(

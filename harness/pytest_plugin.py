@@ -25,7 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kafka-target",
         default=DEFAULT_TARGET,
-        help="target for suites/conformance (reference, rdkafka-mock, docker:4.0, bootstrap:HOST:PORT)",
+        help="target for suites/conformance (reference, rdkafka-mock, docker:4.0, tansu, bootstrap:H:PORT)",
     )
     group.addoption(
         "--kafka-target-b", default=DEFAULT_TARGET_B, help="second target for suites/differential"

@@ -13,10 +13,10 @@ import click
 @click.command()
 @click.option(
     "--targets",
-    default="reference,rdkafka-mock",
-    show_default=True,
+    default=None,
     help="comma-separated targets; the first is compared with each of the others; reference:N (N >= 2) "
-    "is a replicated cluster, which runs the replication catalogue",
+    "is a replicated cluster, which runs the replication catalogue [default: reference,rdkafka-mock, "
+    "and tansu where its binary is installed]",
 )
 @click.option(
     "--kafka-version",
@@ -68,18 +68,37 @@ def campaign(
 
     from kconform.faults.schedule import ScheduleError, parse_duration
 
-    from ..campaign import CHAOS_CATALOGUES, chaos_kind, plan_campaign, previous_report, run_end_to_end
+    from ..campaign import (
+        CHAOS_CATALOGUES,
+        CampaignError,
+        chaos_kind,
+        default_targets,
+        plan_campaign,
+        previous_report,
+        run_end_to_end,
+    )
     from ..chaos.scenarios import load_catalogue
     from ..targets.base import TargetError
     from ..targets.registry import make_target, split_target_list, with_kafka_version
+    from ..targets.tansu import find_tansu
 
     console = Console(stderr=True)
-    names = [with_kafka_version(t, kafka_version) for t in split_target_list(targets)]
-    try:
-        for name in names:  # a typo is an error now, not minutes later when its part starts
-            make_target(name)
-        budget = parse_duration(duration)
-        plan = plan_campaign(
+    optional: tuple[str, ...] = ()  # default targets that give way when the budget cannot fit them
+    if targets is None:
+        try:
+            find_tansu()
+        except TargetError as exc:
+            listed = default_targets(tansu_installed=False)
+            console.print(f"tansu is not among the targets: {exc}", style="yellow", markup=False)
+        else:
+            listed = default_targets(tansu_installed=True)
+            optional = ("tansu",)
+    else:
+        listed = tuple(split_target_list(targets))
+    names = [with_kafka_version(t, kafka_version) for t in listed]
+
+    def plan_for(names: list[str], budget: float):
+        return plan_campaign(
             names,
             budget,
             load_catalogue(),
@@ -88,6 +107,19 @@ def campaign(
             chaos=not no_chaos,
             scenarios=scenarios,
         )
+
+    try:
+        for name in names:  # a typo is an error now, not minutes later when its part starts
+            make_target(name)
+        budget = parse_duration(duration)
+        try:
+            plan = plan_for(names, budget)
+        except CampaignError as exc:
+            if not optional:
+                raise
+            names = [n for n in names if n not in optional]
+            plan = plan_for(names, budget)
+            console.print(f"{', '.join(optional)} left out: {exc}", style="yellow", markup=False)
     except (ScheduleError, TargetError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
     if not plan.diff_pairs and not plan.chaos:

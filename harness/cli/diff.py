@@ -77,11 +77,11 @@ def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..diff.cases import run_campaign
-    from ..diff.drawing import check_apis
+    from ..diff.drawing import operation_sequences
 
     wanted = _parse_apis(apis)
     try:
-        check_apis(wanted)
+        operation_sequences(wanted)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--apis") from None
     if resume and out is None:

@@ -47,6 +47,7 @@ class Sighting:
     shape: str  # the request's shape where it decides the cause (error codes), else empty
     facets: tuple[Facet, ...]
     consequences: tuple[str, ...]  # generic paths of the other fields that differ with it
+    request_shape: str = ""  # the request's shape, kept even where it is not part of the key
 
 
 def sightings(
@@ -59,17 +60,17 @@ def sightings(
         return []
     fates = [d for d in differences if d.path == _CONNECTION]
     if fates:  # who answered and who closed decides it, whatever the request held
-        return [_sighting(api_name, "", fates, [])]
+        return [_sighting(api_name, "", fates, [], shape)]
     errors = [d for d in differences if d.kind == "error_code"]
     if errors:  # an error code answers the request's shape: an unknown topic, acks=2
         rest = [d for d in differences if d.kind != "error_code"]
-        return [_sighting(api_name, shape, errors, rest)]
+        return [_sighting(api_name, shape, errors, rest, shape)]
     by_facet = {}
     for difference in differences:  # several partitions differing alike are one cause
         code = error_at(difference.path) if error_at else 0
         by_facet.setdefault((_facet(difference), code), difference)
     return [
-        _sighting(api_name, f"under error {code}" if code else "", [d], [])
+        _sighting(api_name, f"under error {code}" if code else "", [d], [], shape)
         for (_, code), d in by_facet.items()
     ]
 
@@ -92,12 +93,12 @@ def _facet(difference: Difference) -> Facet:
     return Facet(difference.generic_path, difference.kind, _json(difference.a), _json(difference.b))
 
 
-def _sighting(api_name, shape, primary, rest) -> Sighting:
+def _sighting(api_name, shape, primary, rest, request_shape) -> Sighting:
     facets = tuple(sorted(set(map(_facet, primary))))
     key_text = json.dumps([api_name, shape, [list(vars(f).values()) for f in facets]])
     key = "c" + hashlib.sha1(key_text.encode()).hexdigest()[:10]
     consequences = tuple(sorted({d.generic_path for d in rest}))
-    return Sighting(key, api_name, shape, facets, consequences)
+    return Sighting(key, api_name, shape, facets, consequences, request_shape)
 
 
 def _json(value) -> str:
@@ -116,6 +117,7 @@ class Cause:
     facets: tuple[Facet, ...]
     number: int  # order of discovery: case-NNN
     versions: set[int] = field(default_factory=set)
+    request_shapes: set[str] = field(default_factory=set)  # every request shape it was seen with
     signatures: set[str] = field(default_factory=set)
     consequences: set[str] = field(default_factory=set)
     exchanges: int = 0
@@ -129,6 +131,8 @@ class Cause:
 
     def add(self, sighting: Sighting, version: int, case_id: str) -> None:
         self.versions.add(version)
+        if sighting.request_shape:
+            self.request_shapes.add(sighting.request_shape)
         self.signatures.update(f.signature(self.api_name, version) for f in sighting.facets)
         self.consequences.update(sighting.consequences)
         self.exchanges += 1
@@ -160,6 +164,7 @@ class Cause:
             "api_name": self.api_name,
             "versions": sorted(self.versions),
             "shape": self.shape,
+            "request_shapes": sorted(self.request_shapes),
             "facets": [
                 {"path": f.path, "kind": f.kind, "a": _loads(f.a), "b": _loads(f.b)} for f in self.facets
             ],

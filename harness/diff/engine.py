@@ -47,6 +47,7 @@ class Exchange:
     latency_us: int = 0
     error_codes: list[int] = field(default_factory=list)
     notes: dict = field(default_factory=dict)
+    decoded: Any = None  # the answer as decoded, before normalisation: what the next steps learn from
 
 
 @dataclass(slots=True)
@@ -134,7 +135,17 @@ class DiffEngine:
                     (index, f"{api_schema(op.api_key).name} has no version both targets offer")
                 )
                 continue
-            version = op.version(*span)
+            low, high = max(span[0], op.min_version), min(span[1], op.max_version)
+            if low > high:
+                result.skipped.append(
+                    (
+                        index,
+                        f"{api_schema(op.api_key).name} v{span[0]}-{span[1]} offered, "
+                        f"the operation needs v{op.min_version}-{op.max_version}",
+                    )
+                )
+                continue
+            version = op.version(low, high)
             if op.names_topics_by_id(version):
                 await self._learn_topic_ids(ctx, op.topics(ctx))
             # Most operations build one request for both; a step that carries ids each target gave
@@ -155,6 +166,9 @@ class DiffEngine:
             self.operations_run += 1
             self.pairs_compared += 1
             exchange_a, exchange_b = pair
+            for side, exchange in zip("ab", pair, strict=True):
+                if exchange.decoded is not None:  # ids this side gave out, for the steps after this one
+                    op.learn(side, ctx, exchange.decoded)
             result.exchanges.append((exchange_a, exchange_b))
             name = api_schema(op.api_key).name
             found = []
@@ -244,6 +258,12 @@ class DiffEngine:
         if op.api_key == _JOIN_GROUP:  # what the next steps of this member must send back, unnormalised
             notes = {"raw_member_id": decoded.member_id, "raw_generation": decoded.generation_id}
         tree = to_tree(decoded)
+        lists = getattr(op, "own_entries", None)
+        if lists is not None:  # an answer listing every group or transaction: only this case's own
+            path, key = lists
+            tree[path] = [
+                e for e in tree.get(path) or [] if (e.get(key) or "").startswith(f"{self._prefix}-")
+            ]
         lists_all = getattr(op, "lists_all", None)
         if lists_all is not None and lists_all(version):  # every topic the broker has: this case's own
             prefix = f"{self._prefix}-"
@@ -263,6 +283,7 @@ class DiffEngine:
             latency,
             _error_codes(tree),
             notes,
+            decoded,
         )
 
     async def _learn_topic_ids(self, ctx: Context, topics: list[str]) -> None:

@@ -52,6 +52,8 @@ class Context:
     ids: dict = field(default_factory=dict, compare=False)  # (side, topic name) -> that side's id
     # topic index -> its partition count (None: the broker's default), for topics this case created
     created: dict = field(default_factory=dict, compare=False)
+    # what each side gave out, by (side, what, index...): member ids, generations, producer ids, sequences
+    state: dict = field(default_factory=dict, compare=False)
 
     def topic(self, index: int) -> str:
         return f"{self.prefix}-t{index}"
@@ -63,6 +65,9 @@ class Context:
     def group(self, index: int) -> str:
         return f"{self.prefix}-g{index}"
 
+    def transactional_id(self, index: int) -> str:
+        return f"{self.prefix}-x{index}"
+
 
 @dataclass(frozen=True)
 class Operation:
@@ -73,6 +78,7 @@ class Operation:
 
     api_key = -1
     expects_response = True
+    min_version, max_version = 0, 1 << 15  # narrower than the API's, for steps only some versions carry
 
     def version(self, low: int, high: int) -> int:
         return low + self.version_pick % (high - low + 1)
@@ -82,6 +88,9 @@ class Operation:
 
     def body(self, ctx: Context, version: int):
         raise NotImplementedError
+
+    def learn(self, side: str, ctx: Context, answer) -> None:
+        """Keep what ``side``'s answer gave out (a member id, a producer id) for the steps after."""
 
     def topics(self, ctx: Context) -> list[str]:
         return []
@@ -301,7 +310,8 @@ class Metadata(Operation):
         if self.all_topics:
             return ["all topics"]
         parts = ["no topics"] if not self.topic_list else []
-        return parts + (["unknown topic"] if any(t not in ctx.created for t in self.topic_list) else [])
+        parts += ["unknown topic"] if any(t not in ctx.created for t in self.topic_list) else []
+        return parts + (["a topic named twice"] if len(set(self.topic_list)) < len(self.topic_list) else [])
 
 
 @dataclass(frozen=True)
@@ -326,12 +336,17 @@ class DeleteRecords(Operation):
 @dataclass(frozen=True)
 class FindCoordinator(Operation):
     group: int = 0
+    key_type: int = 0  # 0: the group ``group``; 1: the transactional id of producer ``group``
     api_key = 10
 
     def body(self, ctx, version):
+        key = ctx.transactional_id(self.group) if self.key_type == 1 else ctx.group(self.group)
         if version >= 4:
-            return FindCoordinatorRequest(key_type=0, coordinator_keys=[ctx.group(self.group)])
-        return FindCoordinatorRequest(key=ctx.group(self.group), key_type=0)
+            return FindCoordinatorRequest(key_type=self.key_type, coordinator_keys=[key])
+        return FindCoordinatorRequest(key=key, key_type=self.key_type)
+
+    def _shape_parts(self, ctx):
+        return ["transaction"] if self.key_type == 1 else []
 
 
 @dataclass(frozen=True)

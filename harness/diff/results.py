@@ -59,6 +59,7 @@ def case_record(result: CaseResult, operations: list[dict]) -> dict:
                 "key": s.key,
                 "api_name": s.api_name,
                 "shape": s.shape,
+                "request_shape": s.request_shape,
                 "facets": [dataclasses.astuple(f) for f in s.facets],
                 "consequences": list(s.consequences),
             }
@@ -82,7 +83,14 @@ def _loads(text: str):
 
 def sighting_of(record: dict) -> Sighting:
     facets = tuple(Facet(*f) for f in record["facets"])
-    return Sighting(record["key"], record["api_name"], record["shape"], facets, tuple(record["consequences"]))
+    return Sighting(
+        record["key"],
+        record["api_name"],
+        record["shape"],
+        facets,
+        tuple(record["consequences"]),
+        record.get("request_shape", ""),
+    )
 
 
 @dataclasses.dataclass
@@ -148,13 +156,24 @@ class CampaignResult:
 
     def coverage(self) -> dict:
         """The (API, version) pairs both targets advertise, which the run exchanged, and which not."""
+        from .drawing import drawn_api_keys, not_drawn_reason
+
         offered = {(key, v) for key, (low, high) in self.shared.items() for v in range(low, high + 1)}
         missed = sorted(offered - self.exercised)
+        drawn = drawn_api_keys()
         return {
             "offered_by_both": len(offered),
             "exercised": len(offered & self.exercised),
             "not_exercised": [
-                {"api_key": k, "api_name": api_schema(k).name, "api_version": v} for k, v in missed
+                {
+                    "api_key": k,
+                    "api_name": api_schema(k).name,
+                    "api_version": v,
+                    "why": "drawn, but this version was not reached in this run"
+                    if k in drawn
+                    else not_drawn_reason(k),
+                }
+                for k, v in missed
             ],
         }
 

