@@ -37,6 +37,14 @@ class Facet:
     def signature(self, api_name: str, version: int) -> str:
         return f"{api_name}/v{version}/{self.path}/{self.kind}"
 
+    @property
+    def a_value(self):
+        return _loads(self.a)
+
+    @property
+    def b_value(self):
+        return _loads(self.b)
+
 
 @dataclass(frozen=True)
 class Sighting:
@@ -122,7 +130,6 @@ class Cause:
     consequences: set[str] = field(default_factory=set)
     exchanges: int = 0
     cases: set[str] = field(default_factory=set)
-    first_case: str = ""
     example: dict | None = None  # from the stored case's replay: version, values, request
     shrunk: bool = False
     reproduced: bool | None = None  # did the stored case show it again when replayed (None: not tried)
@@ -137,7 +144,6 @@ class Cause:
         self.consequences.update(sighting.consequences)
         self.exchanges += 1
         self.cases.add(case_id)
-        self.first_case = self.first_case or case_id
 
     @property
     def case_file(self) -> str:
@@ -146,9 +152,8 @@ class Cause:
     def title(self, a_name: str, b_name: str) -> str:
         """One line a reader understands without the summary: which request, what each side did."""
         facet = self.facets[0]
-        a, b = _loads(facet.a), _loads(facet.b)
         if facet.path == _CONNECTION:
-            what = f"{a_name} {_fate_words(a)}, {b_name} {_fate_words(b)}"
+            what = f"{a_name} {_fate_words(facet.a_value)}, {b_name} {_fate_words(facet.b_value)}"
         else:
             what = f"{facet.path} ({facet.kind}): {a_name} {facet.a}, {b_name} {facet.b}"
             if len(self.facets) > 1:
@@ -165,9 +170,7 @@ class Cause:
             "versions": sorted(self.versions),
             "shape": self.shape,
             "request_shapes": sorted(self.request_shapes),
-            "facets": [
-                {"path": f.path, "kind": f.kind, "a": _loads(f.a), "b": _loads(f.b)} for f in self.facets
-            ],
+            "facets": [{"path": f.path, "kind": f.kind, "a": f.a_value, "b": f.b_value} for f in self.facets],
             "consequences": sorted(self.consequences),
             "signatures": sorted(self.signatures),
             "exchanges": self.exchanges,

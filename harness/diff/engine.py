@@ -31,7 +31,6 @@ __all__ = ["CaseResult", "DiffEngine", "Exchange"]
 _REPLY_TIMEOUT = 10.0
 _METADATA, _METADATA_WITH_IDS = 3, 10  # Metadata gives topic ids from v10 (KIP-516)
 _API_VERSIONS = 18
-_JOIN_GROUP = 11
 
 
 @dataclass(slots=True)
@@ -201,7 +200,7 @@ class DiffEngine:
             exchange.notes["crash"] = link.target.crash_report()
             self.crashes.append((link.target.name, op.api_key, version, exchange.notes["crash"]))
             await link.close()
-            link.target.restart()
+            await asyncio.to_thread(link.target.restart)  # a restart waits on the target: off the loop
         return exchange
 
     async def _exchange_once(self, link: _Link, op: Operation, version: int, body) -> Exchange:
@@ -254,9 +253,6 @@ class DiffEngine:
                 latency,
                 notes={"decode_error": str(exc)},
             )
-        notes = {}
-        if op.api_key == _JOIN_GROUP:  # what the next steps of this member must send back, unnormalised
-            notes = {"raw_member_id": decoded.member_id, "raw_generation": decoded.generation_id}
         tree = to_tree(decoded)
         lists = getattr(op, "own_entries", None)
         if lists is not None:  # an answer listing every group or transaction: only this case's own
@@ -282,8 +278,7 @@ class DiffEngine:
             len(reply.frame) + 4,
             latency,
             _error_codes(tree),
-            notes,
-            decoded,
+            decoded=decoded,
         )
 
     async def _learn_topic_ids(self, ctx: Context, topics: list[str]) -> None:

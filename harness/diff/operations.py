@@ -134,6 +134,14 @@ def _epoch_shape(epoch: int) -> list[str]:
     return [] if epoch == -1 else [f"leader epoch {epoch}"]
 
 
+class PerSide:
+    """For an operation whose request carries ids each target gave out (a member id, a producer id):
+    ``body_for(side, ...)`` builds one body per side; ``body`` is side a's."""
+
+    def body(self, ctx, version):
+        return self.body_for("a", ctx, version)
+
+
 class _NamesTopicsById:
     """For an operation whose newest versions name its topic by id: one request per side, the shared
     body with the name blanked and that side's id filled in. ``_topic_entry`` says where the topic is."""

@@ -24,7 +24,7 @@ from kconform.codecs.messages import (
     SyncGroupRequest,
 )
 
-from .operations import Context, Operation, _topic_shape
+from .operations import Context, Operation, PerSide, _topic_shape
 
 __all__ = [
     "ConsumerGroupDescribe",
@@ -45,19 +45,12 @@ _REBALANCE_TIMEOUT_MS = 1_000
 _SESSION_TIMEOUT_MS = 6_000
 
 
-class _PerSide:
-    """An operation whose request carries ids the side gave out: one body per side."""
-
-    def body(self, ctx, version):
-        return self.body_for("a", ctx, version)
-
-
 def _member(ctx: Context, side: str, group: int, member: int) -> str:
     return ctx.state.get((side, "member", group, member), "")
 
 
 @dataclass(frozen=True)
-class JoinGroup(_PerSide, Operation):
+class JoinGroup(PerSide, Operation):
     group: int = 0
     member: int = 0
     protocol: str = "range"
@@ -86,7 +79,7 @@ class JoinGroup(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class SyncGroup(_PerSide, Operation):
+class SyncGroup(PerSide, Operation):
     group: int = 0
     member: int = 0
     assign: bool = True  # the leader hands out assignments (followers send none)
@@ -112,7 +105,7 @@ class SyncGroup(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class Heartbeat(_PerSide, Operation):
+class Heartbeat(PerSide, Operation):
     group: int = 0
     member: int = 0
     stale_generation: bool = False
@@ -132,7 +125,7 @@ class Heartbeat(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class LeaveGroup(_PerSide, Operation):
+class LeaveGroup(PerSide, Operation):
     group: int = 0
     member: int = 0
     api_key = 13
@@ -205,7 +198,7 @@ class OffsetDelete(Operation):
 
 
 @dataclass(frozen=True)
-class ConsumerGroupHeartbeat(_PerSide, Operation):
+class ConsumerGroupHeartbeat(PerSide, Operation):
     """A KIP-848 member: the first heartbeat joins (epoch 0, with its subscription), later ones report
     what the member owns, ``leave`` sends epoch -1."""
 
@@ -240,13 +233,12 @@ class ConsumerGroupHeartbeat(_PerSide, Operation):
     def learn(self, side, ctx, answer):
         if answer.error_code != 0:
             return
-        ids = (side, "member848", self.group, self.member)
         if self.leave:
             for what in ("member848", "epoch848", "owned848"):
                 ctx.state.pop((side, what, self.group, self.member), None)
             return
         if answer.member_id:
-            ctx.state[ids] = answer.member_id
+            ctx.state[(side, "member848", self.group, self.member)] = answer.member_id
         ctx.state[(side, "epoch848", self.group, self.member)] = answer.member_epoch
         if answer.assignment is not None:
             owned = [(t.topic_id, tuple(t.partitions)) for t in answer.assignment.topic_partitions]
@@ -256,7 +248,7 @@ class ConsumerGroupHeartbeat(_PerSide, Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        joined = (("a", "epoch848", self.group, self.member)) in ctx.state
+        joined = ("a", "epoch848", self.group, self.member) in ctx.state
         return (["leave"] if self.leave else []) + ([] if joined else ["joining"])
 
 

@@ -22,7 +22,7 @@ from kconform.codecs.messages import (
 )
 from kconform.codecs.records import Record, encode_batch
 
-from .operations import BASE_TIMESTAMP, Context, Operation, _topic_shape
+from .operations import BASE_TIMESTAMP, Context, Operation, PerSide, _topic_shape
 
 __all__ = [
     "AddOffsetsToTxn",
@@ -39,11 +39,6 @@ __all__ = [
 
 def _producer(ctx: Context, side: str, producer: int) -> tuple[int, int]:
     return ctx.state.get((side, "producer", producer), (-1, -1))
-
-
-class _PerSide:
-    def body(self, ctx, version):
-        return self.body_for("a", ctx, version)
 
 
 def _known(ctx: Context, producer: int) -> list[str]:
@@ -75,7 +70,7 @@ class InitProducerId(Operation):
 
 
 @dataclass(frozen=True)
-class ProducerProduce(_PerSide, Operation):
+class ProducerProduce(PerSide, Operation):
     """A produce with the producer's id, epoch and next sequence (``sequence_gap`` skips one ahead, the
     out-of-order case), inside its transaction when ``transactional``."""
 
@@ -125,7 +120,7 @@ class ProducerProduce(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class AddPartitionsToTxn(_PerSide, Operation):
+class AddPartitionsToTxn(PerSide, Operation):
     producer: int = 0
     topic: int = 0
     partition: int = 0
@@ -152,7 +147,7 @@ class AddPartitionsToTxn(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class AddOffsetsToTxn(_PerSide, Operation):
+class AddOffsetsToTxn(PerSide, Operation):
     producer: int = 0
     group: int = 0
     api_key = 25
@@ -171,7 +166,7 @@ class AddOffsetsToTxn(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class TxnOffsetCommit(_PerSide, Operation):
+class TxnOffsetCommit(PerSide, Operation):
     producer: int = 0
     group: int = 0
     topic: int = 0
@@ -208,7 +203,7 @@ class TxnOffsetCommit(_PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class EndTxn(_PerSide, Operation):
+class EndTxn(PerSide, Operation):
     producer: int = 0
     commit: bool = True
     api_key = 26
@@ -224,14 +219,8 @@ class EndTxn(_PerSide, Operation):
 
     def learn(self, side, ctx, answer):
         # From EndTxn v5 (KIP-890) every transaction ends with a bumped epoch, given in the answer.
-        epoch = getattr(answer, "producer_epoch", -1)
-        if (
-            answer.error_code == 0
-            and epoch is not None
-            and epoch >= 0
-            and getattr(answer, "producer_id", -1) >= 0
-        ):
-            ctx.state[(side, "producer", self.producer)] = (answer.producer_id, epoch)
+        if answer.error_code == 0 and answer.producer_id >= 0 and answer.producer_epoch >= 0:
+            ctx.state[(side, "producer", self.producer)] = (answer.producer_id, answer.producer_epoch)
 
     def _shape_parts(self, ctx):
         return ["commit" if self.commit else "abort"] + _known(ctx, self.producer)

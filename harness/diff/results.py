@@ -46,6 +46,7 @@ def case_record(result: CaseResult, operations: list[dict]) -> dict:
         "differences": [
             {
                 "op": d.op_index,
+                "api_key": result.ops[d.op_index].api_key,
                 "signature": d.signature,
                 "a": _short(d.difference.a),
                 "b": _short(d.difference.b),
@@ -55,6 +56,7 @@ def case_record(result: CaseResult, operations: list[dict]) -> dict:
         "sightings": [
             {
                 "op": index,
+                "api_key": result.ops[index].api_key,
                 "version": version,
                 "key": s.key,
                 "api_name": s.api_name,
@@ -70,15 +72,8 @@ def case_record(result: CaseResult, operations: list[dict]) -> dict:
 
 def example_of(op, version: int, facets: tuple[Facet, ...]) -> dict:
     """A cause's example: the request that showed it, readable, and both sides' values."""
-    return {"operation": op.describe(version), "api_version": version, "a": _loads(facets[0].a),
-            "b": _loads(facets[0].b)}  # fmt: skip
-
-
-def _loads(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:  # a value cut short
-        return text
+    first = facets[0]
+    return {"operation": op.describe(version), "api_version": version, "a": first.a_value, "b": first.b_value}
 
 
 def sighting_of(record: dict) -> Sighting:
@@ -128,7 +123,7 @@ class CampaignResult:
             if cause is None:
                 cause = self.causes[sighting.key] = Cause(
                     sighting.key,
-                    _key(sighting.api_name),
+                    entry["api_key"],
                     sighting.api_name,
                     sighting.shape,
                     sighting.facets,
@@ -142,11 +137,11 @@ class CampaignResult:
             sig = difference["signature"]
             found = self.found.get(sig)
             if found is None:
-                api_name, version, rest = sig.split("/", 2)
+                _, version, rest = sig.split("/", 2)
                 path, kind = rest.rsplit("/", 1)
                 cause = (cause_of_op.get(difference["op"]) or ["?"])[0]
                 found = self.found[sig] = Found(
-                    sig, _key(api_name), int(version[1:]), path, kind, cause,
+                    sig, difference["api_key"], int(version[1:]), path, kind, cause,
                     example={"a": difference["a"], "b": difference["b"], "case": record["case"]},
                 )  # fmt: skip
             found.count += 1
@@ -217,17 +212,6 @@ class CampaignResult:
                 for f in sorted(self.found.values(), key=lambda f: f.signature)
             ],
         }
-
-
-_KEYS: dict[str, int] = {}
-
-
-def _key(api_name: str) -> int:
-    if not _KEYS:
-        from kconform.codecs import api_schemas
-
-        _KEYS.update({s.name: s.api_key for s in api_schemas()})
-    return _KEYS[api_name]
 
 
 def _short(value):

@@ -154,12 +154,12 @@ class GroupMachine(_DifferentialMachine):
 
     def _learn(self, exchanges):
         for side, exchange in zip("ab", exchanges or (), strict=False):
-            raw = exchange.notes.get("raw_member_id")
-            if raw:
-                self.member_id[side] = raw
-            generation = exchange.notes.get("raw_generation")
-            if generation is not None:
-                self.generation[side] = generation
+            answer = exchange.decoded  # each side's own ids, before normalisation
+            if answer is None:
+                continue
+            if answer.member_id:
+                self.member_id[side] = answer.member_id
+            self.generation[side] = answer.generation_id
 
     @precondition(lambda self: self.joined)
     @rule()

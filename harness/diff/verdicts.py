@@ -52,9 +52,13 @@ class Rule:
         excluded = [s for s in shapes if any(fnmatch.fnmatchcase(s, p) for p in self.shape_excludes)]
         if excluded and len(excluded) == len(shapes):
             return False
-        return any(fnmatch.fnmatchcase(s, self.shape) for s in shapes) and any(
-            signature_matches(facet.signature(cause.api_name, v), self.signature) for v in cause.versions
+        return any(fnmatch.fnmatchcase(s, self.shape) for s in shapes) and self.covers_field(
+            cause.api_name, cause.versions, facet.path, facet.kind
         )
+
+    def covers_field(self, api_name: str, versions, path: str, kind: str) -> bool:
+        """Whether the rule's signature names this field at one of ``versions``."""
+        return any(signature_matches(f"{api_name}/v{v}/{path}/{kind}", self.signature) for v in versions)
 
 
 def signature_matches(signature: str, pattern: str) -> bool:
@@ -112,7 +116,7 @@ def judge(cause: Cause, rules: list[Rule], names: tuple[str, str]) -> dict:
     Kafka, by which rule. ``sides`` lists the deviating sides ("a", "b"), ``deviates`` their names."""
     findings = []
     for facet in cause.facets:
-        values = (_value(facet.a), _value(facet.b))
+        values = (facet.a_value, facet.b_value)
         never = next((v for v in values if facet.kind == "fate" and v in _NEVER), None)
         if never is not None:
             sides = tuple(side for side, v in zip("ab", values, strict=True) if v in _NEVER)
@@ -157,20 +161,6 @@ def judge(cause: Cause, rules: list[Rule], names: tuple[str, str]) -> dict:
     }
 
 
-def _value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _rule_covers(rule: Rule, cause: dict, facet: dict) -> bool:
-    return any(
-        signature_matches(f"{cause['api_name']}/v{v}/{facet['path']}/{facet['kind']}", rule.signature)
-        for v in cause["versions"]
-    )
-
-
 def news(causes: list[dict], rules: list[Rule], kinds: tuple[str, str]) -> tuple[list[str], list[str]]:
     """Checks summary.json's causes of a run between targets of ``kinds`` (a's, b's) against the pinned
     ``seen`` values. Returns (what is new: a cause without a verdict, or a deviating value no rule pins
@@ -186,7 +176,7 @@ def news(causes: list[dict], rules: list[Rule], kinds: tuple[str, str]) -> tuple
         if rule is None:  # a built-in rule (a crash, an undecodable answer): not pinned per peer
             continue
         for facet in cause["facets"]:
-            if not _rule_covers(rule, cause, facet):
+            if not rule.covers_field(cause["api_name"], cause["versions"], facet["path"], facet["kind"]):
                 continue
             for side in verdict["sides"]:
                 kind, value = kinds["ab".index(side)], facet[side]

@@ -20,15 +20,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .base import Target, TargetError, fetch_api_versions
+from .docker_specs import free_ports
 
 __all__ = ["ENV_VAR", "TansuTarget", "find_tansu"]
 
@@ -82,19 +81,6 @@ def tansu_version(binary: str) -> str:
     return words[-1] if done.returncode == 0 and words else f"unknown (--version exited {done.returncode})"
 
 
-def _ask_versions(address: str, timeout: float) -> dict[int, tuple[int, int]]:
-    """ApiVersions on an event loop of its own: ``start`` may run inside someone else's (the differential
-    engine restarts a crashed target from its loop), where ``asyncio.run`` is refused."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, fetch_api_versions(address, timeout=timeout)).result()
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
 class TansuTarget(Target):
     """One Tansu broker with memory storage. A restart comes back on the same port, empty."""
 
@@ -121,7 +107,7 @@ class TansuTarget(Target):
         ports = ([self.port] if self.port else []) + [0] * 3
         for attempt, port in enumerate(ports[:3], start=1):
             try:
-                self._launch(port or free_port())
+                self._launch(port or free_ports(1)[0])
                 return
             except TargetError:
                 if attempt == 3 or not self._address_was_taken():
@@ -164,7 +150,7 @@ class TansuTarget(Target):
                     f"{self._tail()}"
                 )
             try:
-                self._versions = _ask_versions(address, timeout=1.0)
+                self._versions = asyncio.run(fetch_api_versions(address, timeout=1.0))
                 return
             except (TargetError, OSError, TimeoutError) as exc:
                 problem = str(exc)

@@ -137,8 +137,8 @@ def test_a_killed_tansu_is_a_crash_with_a_report_and_restart_brings_it_back(inst
 
 
 def test_the_differential_engine_records_a_killed_tansu_as_a_crash_and_goes_on(installed):
-    """DiffEngine._exchange sees the dead target, stores its crash report and restarts it from inside
-    its event loop; the next step is answered by the restarted Tansu."""
+    """DiffEngine._exchange sees the dead target, stores its crash report and restarts it (off its event
+    loop, as the frame differential does); the next step is answered by the restarted Tansu."""
     from kconform.harness.diff.engine import DiffEngine
     from kconform.harness.diff.operations import Metadata
 
