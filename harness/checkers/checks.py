@@ -265,12 +265,13 @@ def aborted_reads(ix: _Index) -> list[Finding]:
 def future_reads(ix: _Index) -> list[Finding]:
     out = []
     for value, readers in ix.readers.items():
-        writer = ix.writer.get(value)
-        if writer is None:
+        # The invoke that asked for this value, not the process's latest: a producer pipelines sends,
+        # so later invokes of the same process come before this one's completion.
+        invoke = ix.invoked.get(value)
+        if invoke is None:
             continue
-        invoke = ix.history.invoke_of(writer)
         for reader in readers:
-            if invoke is not None and reader.index < invoke.index:
+            if reader.index < invoke.index:
                 out.append(
                     Finding(
                         "future-read",

@@ -189,12 +189,6 @@ class History:
         """Every ok, fail and info, in order (the invokes say only that something was asked)."""
         return [op for op in self.ops if op.type != "invoke"]
 
-    def invoke_of(self, completion: Op) -> Op | None:
-        for op in reversed(self.ops[: completion.index]):
-            if op.process == completion.process and op.type == "invoke":
-                return op
-        return None
-
     def final_reads(self) -> dict[Partition, Op]:
         """Each partition's complete read the run ended with (the last, if several)."""
         return {
