@@ -58,13 +58,23 @@ def client_bench(records: int, partitions: int, bootstrap: str | None, as_json: 
 
 
 @bench.command("diff")
-@click.option("--examples", default=300, show_default=True, help="generated cases to run")
+@click.option(
+    "--examples",
+    type=click.IntRange(min=1),
+    default=300,
+    show_default=True,
+    help="generated cases per campaign",
+)
+@click.option(
+    "--peer", default="rdkafka-mock", show_default=True, help="the target whose differences are shrunk"
+)
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
-def diff_bench(examples: int, as_json: bool) -> None:
-    """Operations per second of a reference-vs-reference campaign, and the harness's share of the time."""
+def diff_bench(examples: int, peer: str, as_json: bool) -> None:
+    """Operations per second and the harness's own time against the brokers' (reference vs reference),
+    and shrinking's share of a run with differences (reference vs --peer)."""
     from .diff_bench import run
 
-    run(examples=examples, as_json=as_json)
+    run(examples=examples, peer=peer, as_json=as_json)
 
 
 @bench.command("reports")

@@ -125,6 +125,7 @@ def run_campaign(
                 result.notes.append(f"drawing stopped after {result.cases} of {examples} cases: out of time")
             traces.flush()
         result.drawing_seconds = time.monotonic() - started
+        result.broker_seconds = engine.waiting_seconds
         # Shrinking replays variants of the cases: a search, not a sample, so it is not traced.
         engine.traces = None
         compared_before = engine.pairs_compared

@@ -283,12 +283,16 @@ _STEP_DRAWS = {
 }
 
 
+def _step_draw(step) -> st.SearchStrategy:
+    return _STEP_DRAWS[step] if step in _STEP_DRAWS else DRAWN[step]
+
+
 @st.composite
 def _story(draw, steps: tuple, detours: tuple[type, ...]) -> list:
     case = []
     for step in steps:
         if draw(st.integers(0, 9)) < 9:
-            case.append(draw(_STEP_DRAWS.get(step) or DRAWN[step]))
+            case.append(draw(_step_draw(step)))
         if draw(st.integers(0, 5)) == 0:
             case.append(draw(st.one_of([DRAWN[cls] for cls in detours])))
-    return case or [draw(_STEP_DRAWS.get(steps[0]) or DRAWN[steps[0]])]
+    return case or [draw(_step_draw(steps[0]))]

@@ -8,6 +8,7 @@ stays silent is an outcome like any other."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,7 +205,8 @@ class DiffEngine:
         return exchange
 
     async def _exchange_once(self, link: _Link, op: Operation, version: int, body) -> Exchange:
-        client = await link.client_for()
+        with self._waiting():  # connecting, when the link has no connection
+            client = await link.client_for()
         frame_size = len(encode_request(op.api_key, version, 0, client.client_id, body)) + 4
         started = time.perf_counter()
         if not op.expects_response:
@@ -295,8 +297,9 @@ class DiffEngine:
                 allow_auto_topic_creation=False,
             )
             try:
-                client = await link.client_for()
-                answer = await client.call(_METADATA, version, request)
+                with self._waiting():
+                    client = await link.client_for()
+                    answer = await client.call(_METADATA, version, request)
             except Exception:  # noqa: BLE001 - no ids: the exchange that follows shows what is wrong
                 continue
             for topic in answer.topics:
@@ -306,14 +309,21 @@ class DiffEngine:
     async def _create_by_side_door(self, op: CreateTopic, ctx: Context) -> None:
         for target in (self.a, self.b):
             try:  # Target.create_topic runs its own event loop: give it a thread
-                await asyncio.to_thread(target.create_topic, ctx.topic(op.topic), op.partitions)
+                with self._waiting():
+                    await asyncio.to_thread(target.create_topic, ctx.topic(op.topic), op.partitions)
             except Exception:  # noqa: BLE001 - an existing topic, or a refusal: the steps after it will tell
                 pass
 
     async def _receive(self, client: RawClient):
+        with self._waiting():
+            return await client.receive(_REPLY_TIMEOUT)
+
+    @contextlib.contextmanager
+    def _waiting(self):
+        """Time spent waiting on the targets (answers, connections, set-up), not the harness's own."""
         started = time.perf_counter()
         try:
-            return await client.receive(_REPLY_TIMEOUT)
+            yield
         finally:
             self.waiting_seconds += time.perf_counter() - started
 

@@ -106,6 +106,7 @@ class CampaignResult:
     seconds: float = 0.0
     shrink_seconds: float = 0.0
     drawing_seconds: float = 0.0
+    broker_seconds: float = 0.0  # of the drawing: waiting for the targets' answers
     notes: list[str] = dataclasses.field(default_factory=list)
 
     def count(self, record: dict) -> None:
@@ -186,6 +187,7 @@ class CampaignResult:
             "shrink_operations": self.shrink_operations,
             "seconds": round(self.seconds, 2),
             "drawing_seconds": round(self.drawing_seconds, 2),
+            "broker_seconds": round(self.broker_seconds, 2),
             "shrink_seconds": round(self.shrink_seconds, 2),
             "crashes": [
                 {"target": t, "api_key": k, "api_version": v, "message": m} for t, k, v, m in self.crashes

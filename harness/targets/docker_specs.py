@@ -139,6 +139,7 @@ def node_specs(
         "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR": replication,
         "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": min_isr,
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000",
     }
 
     def name(node_id: int, role: str) -> str:

@@ -60,6 +60,9 @@ class RdkafkaMockTarget(Target):
             error = self._process.stderr.read() if self._process.poll() is not None else line
             self.stop()
             raise TargetError(f"librdkafka's mock cluster did not start: {error.strip()[-500:]}") from None
+        # As the reference target and Kafka's shipped server.properties: a new group forms at once, not
+        # after the 3 s the mock otherwise waits for more members on every group's first JoinGroup.
+        self.command("set_group_initial_rebalance_delay", 0)
 
     def stop(self) -> None:
         process, self._process = self._process, None

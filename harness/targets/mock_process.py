@@ -21,6 +21,7 @@ _COMMANDS = {
     "set_partition_leader",
     "set_broker_host_port",
     "push_request_errors",
+    "set_group_initial_rebalance_delay",
 }
 
 

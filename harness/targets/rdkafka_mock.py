@@ -49,6 +49,7 @@ def _load(path: Path) -> ctypes.CDLL:
         "rd_kafka_mock_partition_set_leader": (i, [p, c, ctypes.c_int32, ctypes.c_int32]),
         "rd_kafka_mock_broker_set_host_port": (i, [p, ctypes.c_int32, c, i]),
         "rd_kafka_mock_push_request_errors_array": (None, [p, ctypes.c_int16, ctypes.c_size_t, p]),
+        "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [p, ctypes.c_int32]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -135,6 +136,11 @@ class RdkafkaMockCluster:
         self._lib.rd_kafka_mock_push_request_errors_array(
             self._cluster, api_key, len(errors), ctypes.cast(array, ctypes.c_void_p)
         )
+
+    def set_group_initial_rebalance_delay(self, delay_ms: int) -> None:
+        """How long a new group's first rebalance waits for more members (the mock's own default is 3 s,
+        as Kafka's group.initial.rebalance.delay.ms)."""
+        self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster, delay_ms)
 
     @staticmethod
     def _check(code: int, what: str) -> None:

@@ -157,6 +157,10 @@ async def leave_group(broker, ctx, request) -> LeaveGroupResponse:
         return LeaveGroupResponse(error_code=results[0] if top == Errors.NONE else top)
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     top, results = await broker.group_coordinator.leave_group(request.group_id, leaving)
+    if top == Errors.UNKNOWN_MEMBER_ID:
+        # GroupCoordinatorService.leaveGroup: a group that is not found is no top-level error; every
+        # member named is answered UNKNOWN_MEMBER_ID (below v3, LeaveGroupResponse lifts it to the top).
+        top, results = Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(leaving)
     if top != Errors.NONE:
         return LeaveGroupResponse(error_code=top)
     return LeaveGroupResponse(

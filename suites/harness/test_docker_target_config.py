@@ -108,6 +108,7 @@ def test_single_broker_is_one_combined_node():
         "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": "1",
         # SINGLE: KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS 0
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000",
         # SINGLE: KAFKA_LOG_DIRS '/tmp/kraft-combined-logs'
         "KAFKA_LOG_DIRS": "/tmp/kraft-combined-logs",
         # WRAPPER: ExcludeServerPropsEnv keeps KAFKA_HEAP_OPTS out of server.properties (3.7.1 on);
@@ -189,6 +190,7 @@ def test_every_setting_is_a_kafka_property_the_image_wrapper_writes():
         ),
         "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": "share.coordinator.state.topic.min.isr",
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "group.initial.rebalance.delay.ms",
+        "KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "group.min.session.timeout.ms",
         "KAFKA_LOG_DIRS": "log.dirs",
     }
     not_properties = {"CLUSTER_ID", "KAFKA_HEAP_OPTS"}  # read by the image's scripts, not by KafkaConfig

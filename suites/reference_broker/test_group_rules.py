@@ -247,3 +247,29 @@ def test_leave_group_batch_answers_each_member(tmp_path):
     assert body.error_code == Errors.NONE
     assert [m.error_code for m in body.members] == [Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
     assert state == "Empty"
+
+
+def test_leave_group_names_each_member_unknown_when_the_group_does_not_exist(tmp_path):
+    """GroupCoordinatorService.leaveGroup maps the UNKNOWN_MEMBER_ID classicGroupLeave throws for a
+    missing group to no top-level error and UNKNOWN_MEMBER_ID per member; LeaveGroupResponse lifts a
+    member's error to the top level below v3, where no member list exists."""
+
+    async def scenario(c: Cluster):
+        await stable_group(c, "g")  # the offsets topic exists: this node coordinates every group
+        batch = LeaveGroupRequest(
+            group_id="missing",
+            members=[
+                LeaveGroupRequest.MemberIdentity(member_id="a"),
+                LeaveGroupRequest.MemberIdentity(member_id="b", group_instance_id="static-b"),
+            ],
+        )
+        single = LeaveGroupRequest(group_id="missing", member_id="a")
+        return await c.client.call(LEAVE, 5, batch), await c.client.call(LEAVE, 2, single)
+
+    batch, single = run(tmp_path, scenario)
+    assert batch.error_code == Errors.NONE
+    assert [(m.member_id, m.group_instance_id, m.error_code) for m in batch.members] == [
+        ("a", None, Errors.UNKNOWN_MEMBER_ID),
+        ("b", "static-b", Errors.UNKNOWN_MEMBER_ID),
+    ]
+    assert single.error_code == Errors.UNKNOWN_MEMBER_ID
