@@ -146,17 +146,17 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
     names = tuple(t.name for t in targets)
     replays = itertools.count()
 
-    def replay(case: list) -> CaseResult:
+    def replay(case: list, until: str | None = None) -> CaseResult:
         namespace = f"{result.run_id[:6]}r{next(replays)}"
-        return loop.run_until_complete(engine.run_case(case, namespace))
+        return loop.run_until_complete(engine.run_case(case, namespace, until=until))
 
     for cause in sorted(result.causes.values(), key=lambda c: c.number):
         case = operations_from_json(first_cases[cause.id])
         if shrink and (deadline is None or time.monotonic() < deadline):
-            cause.reproduced = cause.id in replay(case).cause_ids
+            cause.reproduced = cause.id in replay(case, until=cause.id).cause_ids
             if cause.reproduced:  # a cause its own case cannot show again cannot be shrunk either
                 found = shrink_case(
-                    case, lambda c, key=cause.id: key in replay(c).cause_ids, deadline=deadline
+                    case, lambda c, key=cause.id: key in replay(c, until=key).cause_ids, deadline=deadline
                 )
                 case, cause.shrunk = found.case, found.finished
                 again = replay(case)  # the example comes from the stored case itself

@@ -15,7 +15,7 @@ from typing import Any
 
 from kconform.codecs import DecodeError, EncodeError, api_schema, encode_request
 from kconform.codecs.framing import decode_response_lenient
-from kconform.codecs.messages import MetadataRequest
+from kconform.codecs.messages import FindCoordinatorRequest, MetadataRequest
 from kconform.traces import TraceRow, TraceWriter
 
 from ..client.network import parse_bootstrap
@@ -32,6 +32,9 @@ __all__ = ["CaseResult", "DiffEngine", "Exchange"]
 _REPLY_TIMEOUT = 10.0
 _METADATA, _METADATA_WITH_IDS = 3, 10  # Metadata gives topic ids from v10 (KIP-516)
 _API_VERSIONS = 18
+_FIND_COORDINATOR = 10
+_NOT_YET = {0, 14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR: ask again
+_WARM_UP_TRIES = 40  # FindCoordinator asks, 0.25 s apart, for a target's internal topics to come up
 
 
 @dataclass(slots=True)
@@ -107,6 +110,7 @@ class DiffEngine:
         self._prefix = ""
         self.waiting_seconds = 0.0  # time spent waiting for the targets' answers
         self.pairs_compared = 0
+        self._warm = False
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         shared = self.shared.get(api_key)
@@ -116,9 +120,16 @@ class DiffEngine:
         low, high = max(shared[0], schema.min_version), min(shared[1], schema.max_version)
         return (low, high) if low <= high else None
 
-    async def run_case(self, ops: list[Operation], case_id: str, namespace: str | None = None) -> CaseResult:
+    async def run_case(
+        self, ops: list[Operation], case_id: str, namespace: str | None = None, *, until: str | None = None
+    ) -> CaseResult:
         """Run ``ops`` in order on both targets. Names (topics, groups) start with ``namespace`` (the
-        case id by default): a namespace is used once, so no case meets another's topics or groups."""
+        case id by default): a namespace is used once, so no case meets another's topics or groups.
+        With ``until`` (a cause id), stop once that cause shows: a replay asking whether it shows needs
+        nothing after it."""
+        if not self._warm:
+            await self._warm_up()
+            self._warm = True
         ctx = Context(prefix=namespace or case_id)
         self._prefix = ctx.prefix
         result = CaseResult(case_id, list(ops))
@@ -188,6 +199,8 @@ class DiffEngine:
             if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
                 ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
             self._trace(case_id, op, ctx, pair, found, name, version)
+            if until is not None and until in result.cause_ids:
+                break
         return result
 
     async def _exchange(self, link: _Link, op: Operation, version: int, body) -> Exchange:
@@ -282,6 +295,37 @@ class DiffEngine:
             _error_codes(tree),
             decoded=decoded,
         )
+
+    async def _warm_up(self) -> None:
+        """Bring each target's group and transaction coordinators up before the first case, as a
+        running cluster has them: a broker creates __consumer_offsets and __transaction_state on the
+        first FindCoordinator for each, answering COORDINATOR_NOT_AVAILABLE (or NOT_COORDINATOR from
+        the coordinators) until they are loaded. Without this the run's first cases meet a state no
+        later case, and no replay, meets again."""
+        span = self.version_range(_FIND_COORDINATOR)
+        if span is None:
+            return
+        version = min(span[1], 3) if span[0] <= 3 else span[1]
+        key_types = (0, 1) if version >= 1 else (0,)
+        for link in self._links:
+            for key_type in key_types:
+                if version >= 4:
+                    request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=["kconform-warm-up"])
+                else:
+                    request = FindCoordinatorRequest(key="kconform-warm-up", key_type=key_type)
+                for _ in range(_WARM_UP_TRIES):
+                    try:
+                        with self._waiting():
+                            client = await link.client_for()
+                            answer = await client.call(_FIND_COORDINATOR, version, request)
+                    except Exception:  # noqa: BLE001 - a target that cannot: its cases will show it
+                        await link.close()
+                        break
+                    codes = {answer.error_code} | {c.error_code for c in answer.coordinators or []}
+                    if not codes - {0} or codes - _NOT_YET:  # ready, or refused for good
+                        break
+                    with self._waiting():
+                        await asyncio.sleep(0.25)
 
     async def _learn_topic_ids(self, ctx: Context, topics: list[str]) -> None:
         """Each side's ids for ``topics``, from that side's Metadata (asked at the newest version both

@@ -66,13 +66,20 @@ def signature_matches(signature: str, pattern: str) -> bool:
     return fnmatch.fnmatchcase(signature, pattern.replace("[*]", "[[][*][]]"))
 
 
-def load_rules(path: Path | None = None) -> list[Rule]:
-    """The packaged table, or the one at ``path``. Raises ValueError naming the bad rule."""
-    text = (
-        Path(path).read_text() if path else resources.files(__package__).joinpath("verdicts.toml").read_text()
+def _packaged_tables() -> list[str]:
+    """The packaged tables: ``verdicts.toml`` and one ``verdicts_<family>.toml`` per API family."""
+    files = resources.files(__package__)
+    names = sorted(
+        f.name for f in files.iterdir() if f.name.startswith("verdicts") and f.name.endswith(".toml")
     )
+    return [files.joinpath(name).read_text() for name in names]
+
+
+def load_rules(path: Path | None = None) -> list[Rule]:
+    """The packaged tables, or the one at ``path``. Raises ValueError naming the bad rule."""
+    texts = [Path(path).read_text()] if path else _packaged_tables()
     rules, ids = [], set()
-    for raw in tomllib.loads(text).get("rule", []):
+    for raw in (r for text in texts for r in tomllib.loads(text).get("rule", [])):
         name = raw.get("id", "?")
         missing = [k for k in ("id", "signature", "what", "evidence") if not raw.get(k)]
         missing += [] if raw.get("kafka") or raw.get("never") else ["kafka or never"]
