@@ -61,7 +61,7 @@ def client_bench(records: int, partitions: int, bootstrap: str | None, as_json: 
 @click.option(
     "--examples",
     type=click.IntRange(min=1),
-    default=300,
+    default=1000,
     show_default=True,
     help="generated cases per campaign",
 )

@@ -146,14 +146,27 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
     names = tuple(t.name for t in targets)
     replays = itertools.count()
 
+    # Every replay shows some causes, each by some operation: the operations up to it show that cause
+    # too. The smallest such case seen so far is where a later cause's shrinking starts, and it has
+    # already shown the cause again in a namespace of its own.
+    shown_by: dict[str, list] = {}
+
     def replay(case: list, until: str | None = None) -> CaseResult:
         namespace = f"{result.run_id[:6]}r{next(replays)}"
-        return loop.run_until_complete(engine.run_case(case, namespace, until=until))
+        outcome = loop.run_until_complete(engine.run_case(case, namespace, until=until))
+        for index, _, sighting in outcome.sightings:
+            known = shown_by.get(sighting.key)
+            if known is None or index + 1 < len(known):
+                shown_by[sighting.key] = case[: index + 1]
+        return outcome
 
     for cause in sorted(result.causes.values(), key=lambda c: c.number):
         case = operations_from_json(first_cases[cause.id])
         if shrink and (deadline is None or time.monotonic() < deadline):
-            cause.reproduced = cause.id in replay(case, until=cause.id).cause_ids
+            if cause.id in shown_by:
+                case, cause.reproduced = shown_by[cause.id], True
+            else:
+                cause.reproduced = cause.id in replay(case, until=cause.id).cause_ids
             if cause.reproduced:  # a cause its own case cannot show again cannot be shrunk either
                 found = shrink_case(
                     case, lambda c, key=cause.id: key in replay(c, until=key).cause_ids, deadline=deadline

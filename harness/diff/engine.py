@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kconform.codecs import DecodeError, EncodeError, api_schema, encode_request
+from kconform.codecs import DecodeError, EncodeError, api_schema
 from kconform.codecs.framing import decode_response_lenient
-from kconform.codecs.messages import FindCoordinatorRequest, MetadataRequest
+from kconform.codecs.messages import FindCoordinatorRequest, MetadataRequest, RequestHeader
 from kconform.traces import TraceRow, TraceWriter
 
 from ..client.network import parse_bootstrap
@@ -99,6 +100,15 @@ class _Link:
             self.client = None
 
 
+@functools.cache
+def _header_size(api_key: int, version: int, client_id: str | None) -> int:
+    """Bytes of a request header (its correlation id is fixed-size, so any one will do)."""
+    header = RequestHeader(
+        request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=client_id
+    )
+    return len(header.encode(api_schema(api_key).request_header_version(version)))
+
+
 class DiffEngine:
     def __init__(self, a: Target, b: Target, *, traces: TraceWriter | None = None) -> None:
         self.a, self.b = a, b
@@ -165,15 +175,14 @@ class DiffEngine:
             bodies = (
                 [per_side(side, ctx, version) for side in "ab"] if per_side else [op.body(ctx, version)] * 2
             )
-            try:
-                for body in bodies:
-                    encode_request(op.api_key, version, 0, None, body)
+            try:  # encoded once here: the exchange sends these bytes
+                payloads = [body.encode(version) for body in bodies]
             except EncodeError as exc:
                 result.skipped.append((index, f"not expressible at v{version}: {exc}"))
                 continue
             pair = []
-            for link, body in zip(self._links, bodies, strict=True):
-                pair.append(await self._exchange(link, op, version, body))
+            for link, body, payload in zip(self._links, bodies, payloads, strict=True):
+                pair.append(await self._exchange(link, op, version, body, payload))
             self.operations_run += 1
             self.pairs_compared += 1
             exchange_a, exchange_b = pair
@@ -203,9 +212,9 @@ class DiffEngine:
                 break
         return result
 
-    async def _exchange(self, link: _Link, op: Operation, version: int, body) -> Exchange:
+    async def _exchange(self, link: _Link, op: Operation, version: int, body, payload: bytes) -> Exchange:
         try:
-            exchange = await self._exchange_once(link, op, version, body)
+            exchange = await self._exchange_once(link, op, version, body, payload)
         except (OSError, TimeoutError):  # could not even connect
             exchange = Exchange(link.target.name, op.api_key, version, "closed", None)
         if exchange.fate in ("closed", "timeout", "undecodable", "answered") and not link.target.alive():
@@ -217,10 +226,12 @@ class DiffEngine:
             await asyncio.to_thread(link.target.restart)  # a restart waits on the target: off the loop
         return exchange
 
-    async def _exchange_once(self, link: _Link, op: Operation, version: int, body) -> Exchange:
+    async def _exchange_once(
+        self, link: _Link, op: Operation, version: int, body, payload: bytes
+    ) -> Exchange:
         with self._waiting():  # connecting, when the link has no connection
             client = await link.client_for()
-        frame_size = len(encode_request(op.api_key, version, 0, client.client_id, body)) + 4
+        frame_size = 4 + _header_size(op.api_key, version, client.client_id) + len(payload)
         started = time.perf_counter()
         if not op.expects_response:
             correlation_id = await client.send(op.api_key, version, body, expect_response=False)
@@ -229,8 +240,8 @@ class DiffEngine:
             # a fresh connection keeps that late answer from being taken for the next request's.
             await link.close()
             return Exchange(link.target.name, op.api_key, version, fate, None, correlation_id, frame_size)
-        payload = body.encode(version)
-        await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
+        with self._waiting():  # the socket write is the wire's time, not the harness's
+            await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
         try:
             reply = await self._receive(client)
         except Exception:  # noqa: BLE001 - an answer out of order is an outcome too
@@ -364,7 +375,8 @@ class DiffEngine:
 
     @contextlib.contextmanager
     def _waiting(self):
-        """Time spent waiting on the targets (answers, connections, set-up), not the harness's own."""
+        """Time spent on the targets and the wire (sending, answers, connections, set-up), not the
+        harness's own."""
         started = time.perf_counter()
         try:
             yield
