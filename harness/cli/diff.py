@@ -141,6 +141,8 @@ def _print_causes(result, out: Path) -> None:
             f"kconform repro {out / 'cases' / cause.case_file}.json",
         )
     Console(width=max(Console().width, 160)).print(table)
+    for note in result.notes:  # configuration differences, a run cut short
+        Console().print(note)
     for target, api_key, version, message in result.crashes:
         Console(stderr=True).print(f"{target} crashed on API {api_key} v{version}: {message}")
 

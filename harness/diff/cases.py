@@ -25,6 +25,7 @@ from kconform.traces import TraceWriter
 
 from ..targets.base import Target
 from .case_files import load_case, operations_from_json, operations_json, save_case
+from .configuration import configuration_differences
 from .drawing import OPERATIONS, operation_sequences
 from .engine import CaseResult, DiffEngine
 from .results import CampaignResult, Found, case_record, example_of
@@ -125,6 +126,10 @@ def run_campaign(
                 result.notes.append(f"drawing stopped after {result.cases} of {examples} cases: out of time")
             traces.flush()
         result.drawing_seconds = time.monotonic() - started
+        if engine.configuration and not result.configuration:  # read on the first case, reported once
+            result.configuration = engine.configuration
+            a_conf, b_conf = (engine.configuration.get(t.name, {}) for t in (a, b))
+            result.notes += configuration_differences(a_conf, b_conf, (a.name, b.name))
         result.broker_seconds = engine.waiting_seconds
         # Shrinking replays variants of the cases: a search, not a sample, so it is not traced.
         engine.traces = None

@@ -24,6 +24,7 @@ from ..client.raw import Fate, RawClient, UnexpectedReply
 from ..targets.base import Target, common_versions
 from .causes import Sighting, error_beside, sightings
 from .compare import Difference, diff_trees, signature
+from .configuration import probe_configuration
 from .normalise import normalise
 from .operations import Context, CreateTopic, Operation
 from .tree import to_tree
@@ -121,6 +122,7 @@ class DiffEngine:
         self.waiting_seconds = 0.0  # time spent waiting for the targets' answers
         self.pairs_compared = 0
         self._warm = False
+        self.configuration: dict[str, dict] = {}  # target name -> what its configuration decides
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         shared = self.shared.get(api_key)
@@ -139,6 +141,7 @@ class DiffEngine:
         nothing after it."""
         if not self._warm:
             await self._warm_up()
+            await self._read_configuration()
             self._warm = True
         ctx = Context(prefix=namespace or case_id)
         self._prefix = ctx.prefix
@@ -337,6 +340,22 @@ class DiffEngine:
                         break
                     with self._waiting():
                         await asyncio.sleep(0.25)
+
+    async def _read_configuration(self) -> None:
+        """What each target's configuration decides (topic auto-creation, default partitions), read
+        once with a probe topic outside every case's namespace."""
+        span = self.version_range(_METADATA)
+        if span is None or span[1] < 4:  # allow_auto_topic_creation is a field from v4
+            return
+        for link in self._links:
+            try:
+                with self._waiting():
+                    client = await link.client_for()
+                    self.configuration[link.target.name] = await probe_configuration(
+                        client.call, min(span[1], 8), "kconform-probe-configuration"
+                    )  # v8 at most: some targets add a stray byte after later versions' answers
+            except Exception:  # noqa: BLE001 - not known: its cases will show what the target does
+                await link.close()
 
     async def _learn_topic_ids(self, ctx: Context, topics: list[str]) -> None:
         """Each side's ids for ``topics``, from that side's Metadata (asked at the newest version both

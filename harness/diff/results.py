@@ -108,6 +108,7 @@ class CampaignResult:
     drawing_seconds: float = 0.0
     broker_seconds: float = 0.0  # of the drawing: waiting for the targets' answers
     notes: list[str] = dataclasses.field(default_factory=list)
+    configuration: dict[str, dict] = dataclasses.field(default_factory=dict)  # target name -> settings
 
     def count(self, record: dict) -> None:
         """Add one journal record (a case run now, or one a resumed run finds done)."""
@@ -195,6 +196,7 @@ class CampaignResult:
             "skipped_api_versions": [{"api_key": k, "api_version": v} for k, v in self.skipped_pairs],
             "coverage": self.coverage(),
             "notes": self.notes,
+            "configuration": self.configuration,
             "causes": [c.to_json(a_name, b_name) for c in causes],
             "differences_by_kind": dict(by_kind),
             "differences": [
