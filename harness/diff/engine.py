@@ -283,16 +283,11 @@ class DiffEngine:
                 notes={"decode_error": str(exc)},
             )
         tree = to_tree(decoded)
-        lists = getattr(op, "own_entries", None)
-        if lists is not None:  # an answer listing every group or transaction: only this case's own
-            path, key = lists
-            tree[path] = [
-                e for e in tree.get(path) or [] if (e.get(key) or "").startswith(f"{self._prefix}-")
-            ]
-        lists_all = getattr(op, "lists_all", None)
-        if lists_all is not None and lists_all(version):  # every topic the broker has: this case's own
+        listed = op.own_entries(version)
+        if listed is not None:  # an answer listing everything the broker has: only this case's own
+            path, key = listed
             prefix = f"{self._prefix}-"
-            tree["topics"] = [t for t in tree.get("topics") or [] if (t.get("name") or "").startswith(prefix)]
+            tree[path] = [e for e in tree.get(path) or [] if (e.get(key) or "").startswith(prefix)]
         tree = normalise(op.api_key, tree)
         if rest:  # bytes after the message: Kafka's parsers ignore them, a conformance check does not
             tree["<trailing bytes>"] = len(rest)

@@ -83,6 +83,11 @@ class Operation:
     def version(self, low: int, high: int) -> int:
         return low + self.version_pick % (high - low + 1)
 
+    def own_entries(self, version: int) -> tuple[str, str] | None:
+        """For a request that lists everything the broker has (every topic, group, transaction): the
+        answer's list and the key naming each entry, so only this case's own entries are compared."""
+        return None
+
     def names_topics_by_id(self, version: int) -> bool:
         return version >= TOPIC_IDS_FROM.get(self.api_key, 1 << 15)
 
@@ -300,9 +305,10 @@ class Metadata(Operation):
     all_topics: bool = False  # a null topic list (v1+): every topic the broker has
     api_key = 3
 
-    def lists_all(self, version: int) -> bool:
-        """Whether the request asks for every topic (null from v1; an empty list at v0)."""
-        return (self.all_topics and version >= 1) or (version == 0 and not self.topic_list)
+    def own_entries(self, version: int) -> tuple[str, str] | None:
+        """Every topic is asked for by a null list from v1, and by an empty one at v0."""
+        every = (self.all_topics and version >= 1) or (version == 0 and not self.topic_list)
+        return ("topics", "name") if every else None
 
     def body(self, ctx, version):
         topics = [MetadataRequest.MetadataRequestTopic(name=ctx.topic(t)) for t in self.topic_list]

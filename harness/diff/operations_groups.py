@@ -163,7 +163,9 @@ class ListGroups(Operation):
     """Every group the broker has; only this case's own are compared."""
 
     api_key = 16
-    own_entries = ("groups", "group_id")
+
+    def own_entries(self, version):
+        return ("groups", "group_id")
 
     def body(self, ctx, version):
         return ListGroupsRequest(states_filter=[], types_filter=[])

@@ -242,7 +242,9 @@ class ListTransactions(Operation):
     """Every transaction the broker has; only this case's own are compared."""
 
     api_key = 66
-    own_entries = ("transaction_states", "transactional_id")
+
+    def own_entries(self, version):
+        return ("transaction_states", "transactional_id")
 
     def body(self, ctx, version):
         return ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=-1)
