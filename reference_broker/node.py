@@ -444,7 +444,9 @@ class BrokerNode(NodeSettings):
         topic = self.topics.by_id(topic_key) if by_id else self.topics.get(topic_key)
         if topic is not None and 0 <= index < len(topic.partitions):
             return Errors.NOT_LEADER_OR_FOLLOWER
-        return Errors.UNKNOWN_TOPIC_ID if by_id else Errors.UNKNOWN_TOPIC_OR_PARTITION
+        # UNKNOWN_TOPIC_ID only when the id names no topic (KafkaApis.handleFetchRequest resolves ids
+        # first); a known topic without that partition is UNKNOWN_TOPIC_OR_PARTITION either way.
+        return Errors.UNKNOWN_TOPIC_ID if by_id and topic is None else Errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def alive_brokers(self) -> list[tuple[int, str, int, str | None]]:
         """(id, host, port, rack) of every unfenced broker with this node's listener

@@ -62,8 +62,11 @@ def test_fetch_by_unknown_topic_id_is_unknown_topic_id(tmp_path):
     # KafkaApis.handleFetchRequest (v13+): a topic id the metadata cache cannot name -> UNKNOWN_TOPIC_ID;
     # before v13 an unknown name is UNKNOWN_TOPIC_OR_PARTITION.
     async def scenario(broker: Broker):
-        await broker.create_topic()
+        topic_id = await broker.create_topic()
         by_id = await broker.fetch(uuid.uuid4(), {0: 0}, version=13)
+        # a topic id that resolves, for a partition the topic lacks: the id is known, the partition
+        # is not -> UNKNOWN_TOPIC_OR_PARTITION
+        missing_partition = await broker.fetch(topic_id, {7: 0}, version=13)
         by_name = await broker.client.call(
             FETCH,
             12,
@@ -79,10 +82,11 @@ def test_fetch_by_unknown_topic_id_is_unknown_topic_id(tmp_path):
                 ],
             ),
         )
-        return by_id, by_name
+        return by_id, by_name, missing_partition
 
-    by_id, by_name = run(tmp_path, scenario)
+    by_id, by_name, missing_partition = run(tmp_path, scenario)
     assert partitions_of(by_id)[0].error_code == Errors.UNKNOWN_TOPIC_ID
+    assert partitions_of(missing_partition)[7].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
     assert partitions_of(by_name)[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
