@@ -12,8 +12,21 @@ def _metadata(node_ids, controller, leader, topic_id, cluster="c1", host="h"):
         "brokers": [{"node_id": n, "host": host, "port": 9000 + n, "rack": None} for n in node_ids],
         "cluster_id": cluster,
         "controller_id": controller,
-        "topics": [{"name": "t", "topic_id": topic_id, "error_code": 0, "partitions": [
-            {"partition_index": 0, "leader_id": leader, "replica_nodes": [leader], "isr_nodes": [leader]}]}],
+        "topics": [
+            {
+                "name": "t",
+                "topic_id": topic_id,
+                "error_code": 0,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "leader_id": leader,
+                        "replica_nodes": [leader],
+                        "isr_nodes": [leader],
+                    }
+                ],
+            }
+        ],
     }
 
 
@@ -45,8 +58,11 @@ def test_differences_have_kinds_and_signatures_generalise_indexes():
     b = {"topics": [{"partitions": [{"error_code": 3, "offset": 6}]}], "y": None}
     found = {(d.path, d.kind) for d in diff_trees(a, b)}
     assert found == {
-        ("topics[0].partitions", "length"), ("topics[0].partitions[0].error_code", "error_code"),
-        ("topics[0].partitions[0].offset", "value"), ("x", "missing"), ("y", "extra"),
+        ("topics[0].partitions", "length"),
+        ("topics[0].partitions[0].error_code", "error_code"),
+        ("topics[0].partitions[0].offset", "value"),
+        ("x", "missing"),
+        ("y", "extra"),
     }
     offset = next(d for d in diff_trees(a, b) if d.kind == "value")
     assert signature("ListOffsets", 7, offset) == "ListOffsets/v7/topics[*].partitions[*].offset/value"

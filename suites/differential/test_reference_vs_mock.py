@@ -14,7 +14,6 @@ crash is a cause of its own, judged by the built-in rule, and the consequence is
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -38,34 +37,7 @@ NOT_THE_MOCK = {
     "join-group-into-a-consumer-group",
 }
 
-# Mock values the default campaign shows for rules of verdicts.toml that do not pin them yet. With group
-# steps drawn, the mock refuses a simple OffsetCommit (no member id, generation -1) into a group it holds
-# a member of with UNKNOWN_MEMBER_ID (25) before it looks at the topic or the partition; a refused Fetch
-# names the mock's own log end as high watermark and last stable offset (0 for an empty partition, more
-# once a producer step wrote to it); a ListOffsets with a leader epoch is checked for the epoch first
-# (UNKNOWN_LEADER_EPOCH, 75); a corrupt batch with acks=1 is appended (0). They belong in those rules'
-# seen.rdkafka-mock in verdicts.toml; each entry here goes once it is there.
-PINS_TO_ADD = {
-    "offset-commit-unknown-topic": (25,),
-    "offset-commit-unknown-partition": (25,),
-    "offset-commit-known-partition": (25,),
-    "fetch-refused-partition-offsets-hw": (1, 2),
-    "fetch-refused-partition-offsets-lso": (1, 2),
-    "list-offsets-max-timestamp-before-v7": (75,),
-    "produce-corrupt-batch": (0,),
-}
-
 pytestmark = [pytest.mark.peer, pytest.mark.slow]
-
-
-def rules_with_pins_to_add():
-    """The packaged rules, with ``PINS_TO_ADD`` among their mock pins."""
-    rules = []
-    for rule in load_rules():
-        extra = PINS_TO_ADD.get(rule.id, ())
-        pins = tuple(dict.fromkeys(rule.seen.get(MOCK, ()) + extra))
-        rules.append(dataclasses.replace(rule, seen={**rule.seen, MOCK: pins}) if extra else rule)
-    return rules
 
 
 def after_a_mock_crash(run_dir) -> set[str]:
@@ -103,7 +75,7 @@ def check_campaign(run_dir, examples: int) -> None:
     causes = summary["causes"]
     crash_consequences = after_a_mock_crash(run_dir)
     judged = [c for c in causes if c["cause"] not in crash_consequences]
-    rules = rules_with_pins_to_add()
+    rules = load_rules()
     new, _ = news(judged, rules, ("reference", MOCK))
     _, stale = news(causes, rules, ("reference", MOCK))  # a crash's consequence shows a pinned value too
     assert not new, f"causes without a verdict, or mock values no rule pins: fix or add a rule: {new}"

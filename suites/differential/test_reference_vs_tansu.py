@@ -25,7 +25,6 @@ The run draws the steps whose causes between these two targets come from the bro
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import subprocess
 import sys
@@ -54,15 +53,6 @@ AT_ONCE = 4  # replays run side by side, each with targets of its own: most of a
 # today: the last, UNKNOWN_TOPIC_ID for a known topic id's missing partition, is mended).
 REFERENCE_DEVIATES: set[str] = set()
 
-# Tansu values shown for rules of the per-family tables (verdicts_<family>.toml) that do not pin them
-# yet: a Fetch by name from a topic that does not exist is answered NONE; a transactional produce to a
-# partition the transaction did not add is appended. They belong in those rules' seen.tansu; each
-# entry here goes once it is there.
-TANSU_PINS_TO_ADD = {
-    "fetch-unknown-topic": (0,),
-    "transactional-produce-outside-the-transaction": (0,),
-}
-
 pytestmark = [pytest.mark.peer, pytest.mark.slow]
 
 
@@ -72,16 +62,6 @@ def tansu_binary():
         return find_tansu()
     except TargetError as exc:
         pytest.skip(f"Tansu is not installed: {exc}")
-
-
-def rules_with_pins_to_add():
-    """The packaged rules, with ``TANSU_PINS_TO_ADD`` among their Tansu pins."""
-    rules = []
-    for rule in load_rules():
-        extra = TANSU_PINS_TO_ADD.get(rule.id, ())
-        pins = tuple(dict.fromkeys(rule.seen.get(TANSU, ()) + extra))
-        rules.append(dataclasses.replace(rule, seen={**rule.seen, TANSU: pins}) if extra else rule)
-    return rules
 
 
 def shows_on_fresh_targets(operations, cause: str, namespace: str) -> bool:
@@ -113,7 +93,7 @@ def test_reference_vs_tansu_campaign_finds_tansu_deviations_that_replay(tmp_path
     causes = summary["causes"]
     assert causes
     # A bounded run meets a few of the behaviours the table pins, so stale pins are not checked here.
-    new, _ = news(causes, rules_with_pins_to_add(), ("reference", TANSU))
+    new, _ = news(causes, load_rules(), ("reference", TANSU))
     assert not new, f"causes without a verdict, or Tansu values no rule pins: fix or add a rule: {new}"
     for cause in causes:
         verdict = cause["verdict"]

@@ -13,8 +13,13 @@ from kconform.harness.diff.engine import DiffEngine
 from kconform.harness.diff.stateful import GroupMachine, LogMachine, StepDiverged, machine_for
 from kconform.harness.targets.registry import make_target
 
-SETTINGS = settings(max_examples=25, stateful_step_count=12, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=25,
+    stateful_step_count=12,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.fixture(scope="module")
