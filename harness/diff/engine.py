@@ -35,7 +35,7 @@ _REPLY_TIMEOUT = 10.0
 _METADATA, _METADATA_WITH_IDS = 3, 10  # Metadata gives topic ids from v10 (KIP-516)
 _API_VERSIONS = 18
 _FIND_COORDINATOR = 10
-_NOT_YET = {0, 14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR: ask again
+_NOT_YET = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR: ask again
 _WARM_UP_TRIES = 40  # FindCoordinator asks, 0.25 s apart, for a target's internal topics to come up
 
 
@@ -324,14 +324,13 @@ class DiffEngine:
                     request = FindCoordinatorRequest(key="kconform-warm-up", key_type=key_type)
                 for _ in range(_WARM_UP_TRIES):
                     try:
-                        with self._waiting():
-                            client = await link.client_for()
-                            answer = await client.call(_FIND_COORDINATOR, version, request)
+                        answer = await self._call(link, _FIND_COORDINATOR, version, request)
                     except Exception:  # noqa: BLE001 - a target that cannot: its cases will show it
                         await link.close()
                         break
-                    codes = {answer.error_code} | {c.error_code for c in answer.coordinators or []}
-                    if not codes - {0} or codes - _NOT_YET:  # ready, or refused for good
+                    errors = {answer.error_code} | {c.error_code for c in answer.coordinators or []}
+                    errors.discard(0)
+                    if not errors or errors - _NOT_YET:  # ready, or refused for good
                         break
                     with self._waiting():
                         await asyncio.sleep(0.25)
@@ -366,9 +365,7 @@ class DiffEngine:
                 allow_auto_topic_creation=False,
             )
             try:
-                with self._waiting():
-                    client = await link.client_for()
-                    answer = await client.call(_METADATA, version, request)
+                answer = await self._call(link, _METADATA, version, request)
             except Exception:  # noqa: BLE001 - no ids: the exchange that follows shows what is wrong
                 continue
             for topic in answer.topics:
@@ -382,6 +379,12 @@ class DiffEngine:
                     await asyncio.to_thread(target.create_topic, ctx.topic(op.topic), op.partitions)
             except Exception:  # noqa: BLE001 - an existing topic, or a refusal: the steps after it will tell
                 pass
+
+    async def _call(self, link: _Link, api_key: int, version: int, request):
+        """A request of the engine's own (set-up, not compared), on the link's connection."""
+        with self._waiting():
+            client = await link.client_for()
+            return await client.call(api_key, version, request)
 
     async def _receive(self, client: RawClient):
         with self._waiting():
