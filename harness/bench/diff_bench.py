@@ -2,8 +2,9 @@
 
 Two campaigns in one run:
 - reference vs reference (no differences, so every operation is compared in full and nothing is shrunk):
-  operations per second, and the harness's own time (drawing cases, encoding, normalising, comparing,
-  writing traces) against the time spent waiting for the two brokers;
+  operations per second, and the harness's own time (encoding, decoding, normalising, comparing, writing
+  traces, and waiting for cases to be drawn) against the time spent waiting for the two brokers; cases
+  are drawn in a process of their own while the brokers answer the ones before;
 - reference vs librdkafka's mock cluster (differences to shrink): shrinking's share of the whole run,
   and how many shrunk cases hold at most 3 operations."""
 
@@ -46,8 +47,8 @@ def overhead_rows(result) -> tuple[list[Comparison], str]:
     ]
     detail = (
         f"{case}: {result.operations} operations in {result.drawing_seconds:.1f} s; on the brokers and the "
-        f"wire {broker_s:.1f} s, in the harness (drawing, encoding, decoding, comparing, tracing) "
-        f"{harness_s:.1f} s"
+        f"wire {broker_s:.1f} s, in the harness (encoding, decoding, comparing, tracing, and waiting for "
+        f"cases from the drawing process) {harness_s:.1f} s"
     )
     return rows, detail
 

@@ -31,8 +31,9 @@ from kconform.faults.nemesis import ToxiproxyDriver
 from kconform.faults.schedule import Step
 
 from ..client.raw import RawClient
+from ..ports import free_port
 from .cluster_observer import freshest
-from .topology import destroy_proxies, free_port, fresh_proxy
+from .topology import destroy_proxies, fresh_proxy
 
 __all__ = [
     "CHAOS_CLUSTER_SETTINGS",

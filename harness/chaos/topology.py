@@ -10,22 +10,15 @@ driven through toxiproxy-python; ``network`` is the nemesis driver limited to th
 
 from __future__ import annotations
 
-import socket
-from contextlib import closing
 from typing import Any
 
 from kconform.faults.nemesis import ToxiproxyDriver
 
+from ..ports import free_port
 from ..targets.mock import RdkafkaMockTarget
 from ..targets.reference import ReferenceTarget
 
-__all__ = ["ProxiedCluster", "destroy_proxies", "free_port", "fresh_proxy"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with closing(socket.socket()) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+__all__ = ["ProxiedCluster", "destroy_proxies", "fresh_proxy"]
 
 
 def fresh_proxy(toxiproxy, name: str, upstream: str, host: str):

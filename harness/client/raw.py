@@ -245,8 +245,9 @@ class RawClient:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None, Fate.TIMEOUT
-            try:
-                data = await asyncio.wait_for(self._reader.read(_READ_SIZE), remaining)
+            try:  # a timeout scope, not wait_for: no task of its own for every read
+                async with asyncio.timeout(remaining):
+                    data = await self._reader.read(_READ_SIZE)
             except TimeoutError:
                 return None, Fate.TIMEOUT
             except (ConnectionError, OSError):

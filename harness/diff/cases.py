@@ -18,13 +18,11 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-
 from kconform.traces import TraceWriter
 
 from ..targets.base import Target
-from .case_files import load_case, operations_from_json, operations_json, save_case
+from .case_files import load_case, operations_from_json, save_case
+from .case_source import DrawnCases
 from .configuration import configuration_differences
 from .drawing import OPERATIONS, operation_sequences
 from .engine import CaseResult, DiffEngine
@@ -71,7 +69,7 @@ def run_campaign(
     plan = _open_run(out, a, b, examples=examples, seed=seed, apis=apis, run_id=run_id, resume=resume)
     run_id, examples, seed = plan["run_id"], plan["examples"], plan["seed"]
     apis = set(plan["apis"]) if plan["apis"] is not None else None
-    strategy = operation_sequences(apis)
+    operation_sequences(apis)  # APIs nothing can draw: a ValueError now, before any work
     result = CampaignResult(run_id, (a.name, b.name))
     loop = asyncio.new_event_loop()
     started = time.monotonic()
@@ -87,28 +85,19 @@ def run_campaign(
         first_cases: dict[str, list[dict]] = {}  # cause -> the first case that showed it
         counter = itertools.count()
 
-        with journal_path.open("a") as journal:
-
-            @hypothesis_seed(seed)  # the same seed draws the same cases
-            @settings(
-                max_examples=examples,
-                database=None,
-                deadline=None,
-                phases=[Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            )
-            @given(strategy)
-            def generate(case):
+        with journal_path.open("a") as journal, DrawnCases(seed, examples, apis) as drawn:
+            for case, entries in drawn:
                 if stop_drawing is not None and time.monotonic() > stop_drawing:
-                    # Out of time. Returning would still pay for drawing every remaining example (a few
-                    # ms each, minutes over a large --examples); raising ends the generate phase now.
-                    raise _OutOfTime
+                    result.notes.append(
+                        f"drawing stopped after {result.cases} of {examples} cases: out of time"
+                    )
+                    break
                 case_id = f"{run_id[:6]}c{next(counter)}"
                 record = done.get(case_id)
                 if record is None:
                     crashes_before = len(engine.crashes)
                     outcome = loop.run_until_complete(engine.run_case(case, case_id))
-                    record = case_record(outcome, operations_json(case))
+                    record = case_record(outcome, entries)
                     record["crashes"] = engine.crashes[crashes_before:]
                     journal.write(json.dumps(record) + "\n")
                     journal.flush()  # before any of its rows can reach the disk
@@ -119,11 +108,6 @@ def run_campaign(
                     first_cases.setdefault(sighting["key"], record["operations"])
                 if progress is not None:
                     progress(result.cases, examples, len(result.causes))
-
-            try:
-                generate()
-            except _OutOfTime:
-                result.notes.append(f"drawing stopped after {result.cases} of {examples} cases: out of time")
             traces.flush()
         result.drawing_seconds = time.monotonic() - started
         if engine.configuration and not result.configuration:  # read on the first case, reported once
@@ -239,7 +223,3 @@ def _rewrite_journal(journal_path: Path, records) -> None:
     temporary = journal_path.with_suffix(".tmp")
     temporary.write_text("".join(json.dumps(r) + "\n" for r in records))
     temporary.replace(journal_path)
-
-
-class _OutOfTime(Exception):
-    """Raised inside the generating test once a bounded run's drawing time is spent."""

@@ -27,6 +27,8 @@ class Difference:
 
 
 def diff_trees(a: Any, b: Any, path: str = "") -> list[Difference]:
+    if a is b:  # one answer, decoded once for both sides
+        return []
     out: list[Difference] = []
     _walk(a, b, path, out)
     return out

@@ -4,6 +4,8 @@ drawn once and replays on any pair of targets in a namespace of its own."""
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import strategies as st
 
 from . import operations as ops
@@ -64,6 +66,14 @@ DRAWN: dict[type, st.SearchStrategy] = {
         _pick,
         topic_list=st.lists(_topic, max_size=2).map(tuple),
         all_topics=st.sampled_from([False] * 5 + [True]),
+    ),
+    ops.OffsetForLeaderEpoch: st.builds(
+        ops.OffsetForLeaderEpoch,
+        _pick,
+        topic=_topic,
+        partition=_partition,
+        leader_epoch=st.sampled_from([0, 0, 1, 5, -1]),
+        current_epoch=_epoch,
     ),
     ops.DeleteRecords: st.builds(
         ops.DeleteRecords, _pick, topic=_topic, partition=_partition, offset=_offset
@@ -177,7 +187,10 @@ OPERATIONS = {cls.__name__: cls for cls in DRAWN}
 # synced member, an open transaction with offsets in it). Each step is kept most of the time, and other
 # steps of the same family may come in between.
 STORIES: dict[str, tuple[type, ...]] = {
-    "log": (ops.Produce, ops.Fetch, ops.ListOffsets, ops.DeleteRecords, ops.Fetch, ops.ListOffsets),
+    "log": (
+        ops.Produce, ops.Fetch, ops.ListOffsets, ops.OffsetForLeaderEpoch, ops.DeleteRecords, ops.Fetch,
+        ops.ListOffsets,
+    ),
     "group": (
         groups.JoinGroup, groups.JoinGroup, groups.SyncGroup, groups.Heartbeat, ops.OffsetCommit,
         groups.JoinGroup, groups.Heartbeat, groups.DescribeGroups, ops.OffsetFetch, groups.LeaveGroup,
@@ -216,7 +229,6 @@ NEEDS = {
 NOT_DRAWN = {
     18: "ApiVersions opens every connection (both targets' answers decide what is compared); its "
     "unsupported versions are sent by kconform diff-frames",
-    23: "OffsetForLeaderEpoch is not drawn yet (kconform diff-frames sends it malformed)",
 }
 _BROKER_ONLY = "sent by brokers and controllers to each other, not by clients"
 NOT_DRAWN[27] = f"WriteTxnMarkers is {_BROKER_ONLY}"
@@ -287,12 +299,22 @@ def _step_draw(step) -> st.SearchStrategy:
     return _STEP_DRAWS[step] if step in _STEP_DRAWS else DRAWN[step]
 
 
+_KEEP_STEP = st.integers(0, 9)  # 9 in 10: the step is taken
+_DETOUR = st.integers(0, 5)  # 1 in 6: another operation comes after it
+
+
+@functools.cache
+def _detours(detours: tuple[type, ...]) -> st.SearchStrategy:
+    # built once: a fresh one_of over forty strategies on every draw was most of a case's drawing time
+    return st.one_of([DRAWN[cls] for cls in detours])
+
+
 @st.composite
 def _story(draw, steps: tuple, detours: tuple[type, ...]) -> list:
     case = []
     for step in steps:
-        if draw(st.integers(0, 9)) < 9:
+        if draw(_KEEP_STEP) < 9:
             case.append(draw(_step_draw(step)))
-        if draw(st.integers(0, 5)) == 0:
-            case.append(draw(st.one_of([DRAWN[cls] for cls in detours])))
+        if draw(_DETOUR) == 0:
+            case.append(draw(_detours(detours)))
     return case or [draw(_step_draw(steps[0]))]

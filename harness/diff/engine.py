@@ -123,6 +123,9 @@ class DiffEngine:
         self.pairs_compared = 0
         self._warm = False
         self.configuration: dict[str, dict] = {}  # target name -> what its configuration decides
+        # The first side's answer to the operation in hand, kept so that the second side's answer, when
+        # it is the same bytes (two brokers that agree), is not decoded and normalised a second time.
+        self._first_answer: tuple[bytes, Any, Any, list[int]] | None = None
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         shared = self.shared.get(api_key)
@@ -184,6 +187,7 @@ class DiffEngine:
                 result.skipped.append((index, f"not expressible at v{version}: {exc}"))
                 continue
             pair = []
+            self._first_answer = None
             for link, body, payload in zip(self._links, bodies, payloads, strict=True):
                 pair.append(await self._exchange(link, op, version, body, payload))
             self.operations_run += 1
@@ -227,6 +231,7 @@ class DiffEngine:
             self.crashes.append((link.target.name, op.api_key, version, exchange.notes["crash"]))
             await link.close()
             await asyncio.to_thread(link.target.restart)  # a restart waits on the target: off the loop
+            self._warm = False  # it came back empty: the next case brings its coordinators up again
         return exchange
 
     async def _exchange_once(
@@ -266,6 +271,11 @@ class DiffEngine:
                 0,
                 latency,
             )
+        after_id = bytes(reply.frame[4:])  # correlation ids are each connection's own
+        first = self._first_answer
+        if first is not None and first[0] == after_id:
+            _, decoded, tree, codes = first
+            return self._answered(link, op, version, reply, frame_size, latency, decoded, tree, codes)
         try:
             _, decoded, rest = decode_response_lenient(reply.frame, op.api_key, version)
         except DecodeError as exc:
@@ -291,6 +301,11 @@ class DiffEngine:
         tree = normalise(op.api_key, tree)
         if rest:  # bytes after the message: Kafka's parsers ignore them, a conformance check does not
             tree["<trailing bytes>"] = len(rest)
+        codes = _error_codes(tree)
+        self._first_answer = (after_id, decoded, tree, codes)
+        return self._answered(link, op, version, reply, frame_size, latency, decoded, tree, codes)
+
+    def _answered(self, link, op, version, reply, frame_size, latency, decoded, tree, codes) -> Exchange:
         return Exchange(
             link.target.name,
             op.api_key,
@@ -301,7 +316,7 @@ class DiffEngine:
             frame_size,
             len(reply.frame) + 4,
             latency,
-            _error_codes(tree),
+            codes,
             decoded=decoded,
         )
 

@@ -257,7 +257,10 @@ def _replace(parent, key, ranks: dict) -> None:
 
 def _to_presence(parent, key) -> None:
     value = parent[key]
-    unset = value in (None, "", 0, -1, _NULL_UUID) or value == "0" * 32
+    if isinstance(key, str) and key.endswith("producer_id"):
+        unset = value in (None, -1)  # ids are handed out from 0 (a new cluster's first is 0); -1 is none
+    else:
+        unset = value in (None, "", 0, -1, _NULL_UUID) or value == "0" * 32
     parent[key] = "<unset>" if unset else "<set>"
 
 

@@ -21,6 +21,7 @@ from kconform.codecs.messages import (
     MetadataRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
     ProduceRequest,
 )
 from kconform.codecs.records import Record, encode_batch
@@ -34,6 +35,7 @@ __all__ = [
     "Metadata",
     "OffsetCommit",
     "OffsetFetch",
+    "OffsetForLeaderEpoch",
     "Operation",
     "Produce",
 ]
@@ -297,6 +299,34 @@ class ListOffsets(Operation):
         special = {-1: "latest", -2: "earliest", -3: "max timestamp", -4: "local start", -5: "tiered"}
         moment = special.get(self.timestamp, "by time")
         return [moment, *_topic_shape(ctx, self.topic, self.partition), *_epoch_shape(self.leader_epoch)]
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpoch(Operation):
+    """A consumer asking where an epoch ended (after a leader change, to detect a truncated log)."""
+
+    topic: int = 0
+    partition: int = 0
+    leader_epoch: int = 0  # the epoch whose end is asked for
+    current_epoch: int = -1  # v2+: the epoch the consumer believes current, fenced if stale
+    api_key = 23
+
+    def body(self, ctx, version):
+        part = OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+            partition=self.partition, current_leader_epoch=self.current_epoch, leader_epoch=self.leader_epoch
+        )
+        topic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic=ctx.topic(self.topic), partitions=[part]
+        )
+        return OffsetForLeaderEpochRequest(replica_id=-1, topics=[topic])  # -1: a consumer, not a follower
+
+    def topics(self, ctx):
+        return [ctx.topic(self.topic)]
+
+    def _shape_parts(self, ctx):
+        asked = {-1: ["no epoch asked"], 0: []}.get(self.leader_epoch, ["a later epoch asked"])
+        current = [] if self.current_epoch == -1 else [f"current epoch {self.current_epoch}"]
+        return [*asked, *_topic_shape(ctx, self.topic, self.partition), *current]
 
 
 @dataclass(frozen=True)

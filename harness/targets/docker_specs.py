@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import re
-import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +29,6 @@ __all__ = [
     "MINIMUM_VERSION",
     "VERSION_TAGS",
     "NodeSpec",
-    "free_ports",
     "new_cluster_id",
     "node_specs",
     "resolve_version",
@@ -194,17 +192,3 @@ def new_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().byte
         text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
         if raw not in _RESERVED_UUIDS and not text.startswith("-"):
             return text
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (held open together so they differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()

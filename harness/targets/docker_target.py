@@ -24,6 +24,7 @@ from typing import Any
 
 from docker import errors as docker_errors
 
+from ..ports import free_ports
 from .base import FaultHooks, Target, TargetError
 from .docker_readiness import cluster_ready, fetch_broker_ids, wait_until_ready
 from .docker_specs import (
@@ -37,7 +38,6 @@ from .docker_specs import (
     INTERNAL_PORT,
     VERSION_TAGS,
     NodeSpec,
-    free_ports,
     new_cluster_id,
     node_specs,
     resolve_version,
@@ -59,7 +59,6 @@ __all__ = [
     "cleanup_stale",
     "cluster_ready",
     "fetch_broker_ids",
-    "free_ports",
     "new_cluster_id",
     "node_specs",
     "resolve_version",

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..ports import free_ports
 from .base import Target, TargetError, fetch_api_versions
-from .docker_specs import free_ports
 
 __all__ = ["ENV_VAR", "TansuTarget", "find_tansu"]
 

@@ -53,6 +53,16 @@ def test_member_ids_are_compared_by_order_of_appearance():
     assert [d.path for d in diff_trees(a, c)] == ["leader"]
 
 
+def test_producer_id_0_is_an_id_and_only_minus_1_is_none():
+    """Kafka hands producer ids out from 0 (ProducerIdControlManager: the first block starts at 0), so a
+    new cluster's first InitProducerId carries 0: an id like any other. -1 (NO_PRODUCER_ID) is none."""
+    first = normalise(22, {"error_code": 0, "producer_id": 0, "producer_epoch": 0})
+    later = normalise(22, {"error_code": 0, "producer_id": 4000, "producer_epoch": 0})
+    refused = normalise(22, {"error_code": 53, "producer_id": -1, "producer_epoch": -1})
+    assert first["producer_id"] == later["producer_id"] == "<set>"
+    assert refused["producer_id"] == "<unset>"
+
+
 def test_differences_have_kinds_and_signatures_generalise_indexes():
     a = {"topics": [{"partitions": [{"error_code": 0, "offset": 5}, {"error_code": 0}]}], "x": 1}
     b = {"topics": [{"partitions": [{"error_code": 3, "offset": 6}]}], "y": None}

@@ -29,9 +29,6 @@ MOCK = "rdkafka-mock"
 
 # Rules whose verdict does not name the mock alone, known and accepted.
 NOT_THE_MOCK = {
-    # Kafka allows both: a new cluster's first producer id is 0, which normalisation reads as unset. Only
-    # the run's first InitProducerId shows it, so its stored case never shows it again.
-    "init-producer-id-first-id-is-zero",
     # The reference deviates: it refuses a classic JoinGroup into a consumer group with members, where
     # Kafka takes the classic member into the group (GroupMetadataManager.classicGroupJoinToConsumerGroup).
     "join-group-into-a-consumer-group",

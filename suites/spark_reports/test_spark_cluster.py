@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from kconform.harness.catalogue import api_catalogue
+from kconform.harness.ports import free_port
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.runs import RunDirectory, find_runs
 from kconform.spark_reports.synth import synthesise
@@ -39,12 +40,6 @@ class Cluster:
     master_log: Path
     worker_log: Path
     work_dir: Path  # the Worker's: one folder per application, one per executor inside
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_home() -> Path:

@@ -9,14 +9,9 @@ import contextlib
 import socket
 import threading
 
-__all__ = ["TcpForwarder", "free_port"]
+__all__ = ["TcpForwarder"]
 
 _CHUNK = 64 * 1024
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.create_server((host, 0)) as probe:
-        return probe.getsockname()[1]
 
 
 class TcpForwarder:

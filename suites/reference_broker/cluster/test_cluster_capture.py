@@ -6,7 +6,6 @@ inter-broker APIs included; the only unanswered requests are the long polls a st
 from __future__ import annotations
 
 import shutil
-import socket
 import time
 from collections import Counter
 
@@ -14,6 +13,7 @@ import pytest
 
 from kconform.harness.capture import capture_tcp_port
 from kconform.harness.dissect import dissect_pcap
+from kconform.harness.ports import free_ports
 from kconform.reference_broker.cluster_processes import start_cluster
 
 from .test_failover import FAST, create_topic, produce, read_all
@@ -28,16 +28,6 @@ INTER_BROKER = {
     60: "DescribeCluster",
     67: "AllocateProducerIds",
 }
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def test_a_clusters_traffic_dissects_with_every_frame_decoded(tmp_path):

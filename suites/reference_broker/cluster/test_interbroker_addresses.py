@@ -20,10 +20,11 @@ import pytest
 
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import DescribeLogDirsRequest, MetadataRequest
+from kconform.harness.ports import free_port
 from kconform.reference_broker.cluster_processes import start_cluster
 
 from ...support.rawclient import RawClient
-from ...support.tcp_forwarder import TcpForwarder, free_port
+from ...support.tcp_forwarder import TcpForwarder
 from .test_cluster_rules import FAST, brokers_listed, create, produce, state
 from .test_failover import wait_for
 

@@ -21,13 +21,14 @@ import pytest
 
 from kconform.codecs.errors import Errors
 from kconform.codecs.records import iter_batches
+from kconform.harness.ports import free_port
 from kconform.reference_broker.cluster_processes import start_cluster
 from kconform.reference_broker.storage import PartitionLog
 
 from ...support.error_rules_broker import produce_request
 from ...support.rawclient import RawClient
 from ...support.replication_host import batch
-from ...support.tcp_forwarder import TcpForwarder, free_port
+from ...support.tcp_forwarder import TcpForwarder
 from .test_cluster_rules import FAST, brokers_listed, create, state
 from .test_failover import wait_for
 
