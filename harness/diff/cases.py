@@ -86,6 +86,7 @@ def run_campaign(
         counter = itertools.count()
 
         with journal_path.open("a") as journal, DrawnCases(seed, examples, apis) as drawn:
+            loop.run_until_complete(engine.prepare())  # while the drawing process starts
             for case, entries in drawn:
                 if stop_drawing is not None and time.monotonic() > stop_drawing:
                     result.notes.append(
@@ -167,6 +168,7 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
                 if sighting is not None:
                     index, version, shown = sighting
                     cause.example = example_of(case[index], version, shown.facets)
+                    case = case[: index + 1]  # nothing after the operation that shows it matters to it
         cause.stored_operations = len(case)
         cause.verdict = judge(cause, rules, names)
         save_case(

@@ -135,6 +135,14 @@ class DiffEngine:
         low, high = max(shared[0], schema.min_version), min(shared[1], schema.max_version)
         return (low, high) if low <= high else None
 
+    async def prepare(self) -> None:
+        """Bring the targets' coordinators up and read their configuration, once (and again after a
+        target restarts); the first case does it when nothing did before."""
+        if not self._warm:
+            await self._warm_up()
+            await self._read_configuration()
+            self._warm = True
+
     async def run_case(
         self, ops: list[Operation], case_id: str, namespace: str | None = None, *, until: str | None = None
     ) -> CaseResult:
@@ -142,10 +150,7 @@ class DiffEngine:
         case id by default): a namespace is used once, so no case meets another's topics or groups.
         With ``until`` (a cause id), stop once that cause shows: a replay asking whether it shows needs
         nothing after it."""
-        if not self._warm:
-            await self._warm_up()
-            await self._read_configuration()
-            self._warm = True
+        await self.prepare()
         ctx = Context(prefix=namespace or case_id)
         self._prefix = ctx.prefix
         result = CaseResult(case_id, list(ops))
