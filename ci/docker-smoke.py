@@ -25,8 +25,14 @@ async def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 def consume(bootstrap: str, topic: str, count: int, timeout: float) -> list[bytes]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kconform-smoke",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kconform-smoke",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         got: list[bytes] = []
@@ -55,13 +61,21 @@ def main(argv: list[str] | None = None) -> int:
     from kconform.harness.targets.base import TargetError
     from kconform.harness.targets.docker_target import DockerTarget
 
-    target = DockerTarget(f"docker:{args.version}", version=args.version, brokers=args.brokers,
-                          logs_dir=args.logs_dir, startup_timeout=args.timeout)
+    target = DockerTarget(
+        f"docker:{args.version}",
+        version=args.version,
+        brokers=args.brokers,
+        logs_dir=args.logs_dir,
+        startup_timeout=args.timeout,
+    )
     started = time.monotonic()
     try:
         target.start()
-        print(f"started {target.image} ({args.brokers} broker(s)) at {target.bootstrap} "
-              f"in {time.monotonic() - started:.1f} s", flush=True)
+        print(
+            f"started {target.image} ({args.brokers} broker(s)) at {target.bootstrap} "
+            f"in {time.monotonic() - started:.1f} s",
+            flush=True,
+        )
         versions = target.api_versions()
         print(f"ApiVersions: {len(versions)} APIs advertised", flush=True)
         topic = "kconform-smoke"
