@@ -15,8 +15,8 @@ the coordinator's own replay) and carries the effects out, in order:
   has passed them), as Kafka's coordinators complete an operation only then; if they are not committed
   within the commit timeout, or the partition's leadership moves, the coordinator's ``uncommitted``
   turns the answer into the error the client hears.
-- ``SetTimer`` / ``CancelTimer``: a keyed timer; setting a key replaces its timer. When it fires, its
-  event is decided like any other.
+- ``SetTimer`` / ``CancelTimer``: a keyed timer; setting a key replaces its timer (unless the timer says
+  ``if_absent`` and one is running). When it fires, its event is decided like any other.
 - a coordinator's own effects (the transaction coordinator's markers), carried out by the functions it
   registers, each giving the event to decide next.
 
@@ -81,6 +81,7 @@ class SetTimer:
     key: Hashable
     delay_ms: int
     event: object
+    if_absent: bool = False  # keep a timer already running under the key (Kafka's scheduleIfAbsent)
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,8 @@ class CoordinatorRuntime:
     # ---- timers ----------------------------------------------------------------------------------
 
     def _schedule(self, timer: SetTimer) -> None:
+        if timer.if_absent and timer.key in self._timers:
+            return
         previous = self._timers.pop(timer.key, None)
         if previous is not None:
             previous.cancel()

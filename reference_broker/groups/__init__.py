@@ -1,5 +1,6 @@
-"""Kafka's group coordinator: classic groups, committed offsets (plain and transactional), persisted in
-``__consumer_offsets`` and read back when the node starts."""
+"""Kafka's group coordinator: classic groups, KIP-848 consumer groups (with members on the classic protocol
+among them, and the online migration between the two kinds), committed offsets (plain and
+transactional), persisted in ``__consumer_offsets`` and read back when the node starts."""
 
 from __future__ import annotations
 

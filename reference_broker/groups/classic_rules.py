@@ -64,12 +64,14 @@ def _join_group(state: GroupsState, event: JoinGroup, ctx: GroupContext) -> list
     out: list[Effect] = []
     existing = state.groups.get(event.group_id)
     if existing is not None and not isinstance(existing, ClassicGroup):
-        if getattr(existing, "is_empty", False) and not event.member_id:
-            # An empty consumer group turns classic (Kafka's downgrade): its records go first.
-            out.append(Write(event.group_id, tuple(existing.tombstones())))
-            del state.groups[event.group_id]
-        else:
+        # A consumer group with members takes the join (mixed_rules); an empty one is erased
+        # (maybeDeleteEmptyConsumerGroup), after which a known member id finds no group to join.
+        if not getattr(existing, "is_empty", False):
             return fail(Errors.INCONSISTENT_GROUP_PROTOCOL)
+        if event.member_id:
+            return fail(Errors.UNKNOWN_MEMBER_ID)
+        out.append(Write(event.group_id, tuple(existing.tombstones())))
+        del state.groups[event.group_id]
     group = state.groups.get(event.group_id)
     if group is None:
         if event.member_id:

@@ -36,6 +36,7 @@ from .events import (
     SyncGroup,
     TransactionCompleted,
 )
+from .kip848_group import new_member_id as new_consumer_member_id
 from .kip848_log_records import TopicMetadata
 from .kip848_rules import Heartbeat, Outcome, Settings
 from .loader import load_partition
@@ -132,6 +133,7 @@ class GroupCoordinator:
                 heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
             ),
             consumer_session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
+            migration_policy=str(config["group.consumer.migration.policy"]).lower(),
             topics=lambda: {
                 t.name: TopicMetadata(t.topic_id, t.name, len(t.partitions)) for t in host.topics
             },
@@ -211,6 +213,7 @@ class GroupCoordinator:
             if self.owner_error(group_id):
                 return JoinOutcome(Errors.NOT_COORDINATOR, member_id=member_id)
         new_member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+        consumer_member_id = new_consumer_member_id()  # its id in a consumer group: a Uuid, as Kafka gives
         return await self.runtime.request(
             lambda waiter: JoinGroup(
                 waiter,
@@ -225,6 +228,7 @@ class GroupCoordinator:
                 client_host,
                 require_known_member_id,
                 new_member_id,
+                consumer_member_id,
             )
         )
 
@@ -265,11 +269,15 @@ class GroupCoordinator:
 
     async def leave_group(
         self, group_id: str, leaving: list[tuple[str, str | None]]
-    ) -> tuple[int, list[int]]:
-        """(top-level error, one error per leaving member) for LeaveGroup."""
+    ) -> tuple[int, list[int], list[str]]:
+        """(top-level error, one error per leaving member, the member id to report for each) for
+        LeaveGroup: a consumer group reports a static member named by instance id under its member id."""
         if group_id and self.owner_error(group_id):
-            return Errors.NOT_COORDINATOR, []
-        return await self.runtime.request(lambda waiter: LeaveGroup(waiter, group_id, tuple(leaving)))
+            return Errors.NOT_COORDINATOR, [], []
+        top, results, *reported = await self.runtime.request(
+            lambda waiter: LeaveGroup(waiter, group_id, tuple(leaving))
+        )
+        return top, results, reported[0] if reported else [m for m, _ in leaving]
 
     # ---- KIP-848 -------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from .kip848_rules import Heartbeat, Settings  # noqa: F401  (Heartbeat: Consume
 
 __all__ = [
     "ClassicHeartbeat",
+    "ClassicMemberTimedOut",
     "ClassicSettings",
     "CommitOffsets",
     "CommittedOffset",
@@ -89,6 +90,16 @@ class GroupContext:
     consumer: Settings
     consumer_session_timeout_ms: int = 45_000
     topics: Callable[[], Mapping[str, TopicMetadata]] = dict
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy, lower case
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """``ConsumerGroupMigrationPolicy.isUpgradeEnabled``."""
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "downgrade")
 
 
 # ---- classic protocol -------------------------------------------------------------------------------
@@ -108,6 +119,7 @@ class JoinGroup:
     client_host: str
     require_known_member_id: bool
     new_member_id: str  # the id a new member gets: chosen by the caller, so the rules stay deterministic
+    consumer_member_id: str = ""  # the id it gets in a consumer group (a Uuid, as Kafka's); "": the above
 
 
 @dataclass(frozen=True)
@@ -255,6 +267,16 @@ class ConsumerRecordsWritten:
 class ConsumerSessionExpired:
     group_id: str
     member_id: str
+
+
+@dataclass(frozen=True)
+class ClassicMemberTimedOut:
+    """A member on the classic protocol in a consumer group did not rejoin, or did not sync, within its
+    rebalance timeout (``timeout`` says which): it is fenced."""
+
+    group_id: str
+    member_id: str
+    timeout: str
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """How a KIP-848 group's members move toward their target assignment (Kafka's
-``CurrentAssignmentBuilder``) and how the target is computed (``TargetAssignmentBuilder``)."""
+``CurrentAssignmentBuilder``), how the target is computed (``TargetAssignmentBuilder``), and the steps a
+heartbeat or a classic member's JoinGroup takes between the two (``move_toward_target``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from uuid import UUID
 
@@ -18,9 +19,12 @@ from .kip848_group import (
     PartitionsIn,
     _owns_any,
     _partitions,
+    _preferred_assignor,
 )
 from .kip848_log_records import (
+    GroupEpoch,
     ResolvedRegex,
+    SubscriptionMetadata,
     TargetEpoch,
     TargetMember,
     TopicMetadata,
@@ -30,7 +34,7 @@ from .server_assignors import ASSIGNORS
 # ---- reconciliation (Kafka's CurrentAssignmentBuilder) ----------------------------------------------
 
 
-__all__ = ["compute_target", "next_assignment", "reconcile"]
+__all__ = ["compute_target", "move_toward_target", "next_assignment", "reconcile"]
 
 
 def next_assignment(
@@ -153,6 +157,55 @@ def _target_assignment(
     ]
     records.append(TargetEpoch(group.group_id, epoch))
     return targets, records
+
+
+def move_toward_target(
+    group: ConsumerGroup,
+    members: Mapping[str, ConsumerMember],
+    updated: ConsumerMember,
+    replaced_id: str | None,
+    resolved: Mapping[str, ResolvedRegex],
+    topics: Mapping[str, TopicMetadata],
+    bump: bool,
+    assignors: Sequence[str],
+    owned: PartitionsIn | None,
+) -> tuple[ConsumerMember, list]:
+    """After a member's subscription is settled (``members``: the group's members as they will be,
+    ``updated`` among them; ``bump``: its subscription changed): the subscribed topics' ids and partition
+    counts, one group epoch bump for all of it, a new target assignment when the group epoch passed the
+    assignment epoch, then one reconciliation step of the member toward its target. Returns the member
+    after that step and the records, in Kafka's order (``consumerGroupHeartbeat`` steps 1-3,
+    ``classicGroupJoinToConsumerGroup`` likewise)."""
+    gid, member_id = group.group_id, updated.member_id
+    records: list = []
+    metadata = _subscription_metadata(members.values(), resolved, topics)
+    if metadata != group.subscription_metadata:
+        records.append(SubscriptionMetadata(gid, tuple(sorted(metadata.values(), key=lambda t: t.name))))
+        bump = True
+    group_epoch = group.group_epoch + 1 if bump else group.group_epoch
+    if bump:
+        records.append(GroupEpoch(gid, group_epoch))
+    if group_epoch > group.assignment_epoch:
+        assignor = _preferred_assignor(members.values(), assignors)
+        replaced = None if replaced_id is None else (replaced_id, member_id)
+        targets, target_records = _target_assignment(
+            group, members, replaced, group_epoch, metadata, assignor, resolved
+        )
+        records += target_records
+        target_epoch, target = group_epoch, targets.get(member_id, {})
+    else:
+        target_epoch = group.assignment_epoch
+        holder = (
+            group.static_members.get(updated.instance_id) if updated.instance_id is not None else member_id
+        )
+        target = group.target.get(holder, {}) if holder is not None else {}
+    if updated.is_reconciled_to(target_epoch):
+        return updated, records
+    epochs = group.partition_epochs()
+    reconciled = next_assignment(updated, target_epoch, target, owned, lambda t, p: epochs.get((t, p), -1))
+    if reconciled != updated:
+        records.append(reconciled.assignment_record(gid))
+    return reconciled, records
 
 
 # ---- direct steps, for tests of the state machine -----------------------------------------------

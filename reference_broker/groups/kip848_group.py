@@ -2,7 +2,7 @@
 ``GroupMetadataManager``, ``ConsumerGroup``, ``ConsumerGroupMember``, ``TargetAssignmentBuilder`` and
 ``CurrentAssignmentBuilder`` take them.
 
-The decisions are pure: ``heartbeat``, ``leave``, ``fence`` and ``rebalance_expired`` read a group as it
+The decisions are pure: ``heartbeat``, ``leave`` and ``fence`` (``kip848_rules``) read a group as it
 is and return the response fields, the records to write (``consumer_records``) and the timers to set;
 nothing changes until the caller has written the records and applies them with ``apply_record`` (the
 same function that replays them on start). Within one heartbeat:
@@ -37,6 +37,7 @@ from kconform.codecs.errors import Errors
 
 from .kip848_log_records import (
     ClassicGroupTombstone,
+    ClassicMemberMetadata,
     CurrentAssignment,
     CurrentAssignmentValue,
     GroupEpoch,
@@ -126,11 +127,17 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set while the member uses the classic protocol
 
     def __post_init__(self) -> None:
         self.subscribed_topic_names = frozenset(self.subscribed_topic_names)
         self.assigned = _partitions(self.assigned)
         self.pending_revocation = _partitions(self.pending_revocation)
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """``ConsumerGroupMember.useClassicProtocol``: it joined with JoinGroup, not the heartbeat."""
+        return self.classic is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -155,6 +162,7 @@ class ConsumerMember:
                 self.subscribed_topic_regex,
                 self.rebalance_timeout_ms,
                 self.server_assignor,
+                self.classic,
             ),
         )
 
@@ -231,6 +239,43 @@ class ConsumerGroup:
     def preferred_assignor(self, configured: Sequence[str]) -> str:
         return _preferred_assignor(self.members.values(), configured)
 
+    # ---- members on the classic protocol (Kafka's ConsumerGroup) --------------------------------
+
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.uses_classic_protocol]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """``supportsClassicProtocols``: a member joining with JoinGroup must speak the consumer protocol
+        type and offer one protocol that every member on the classic protocol offers too."""
+        names = set(names)
+        if protocol_type != "consumer":
+            return False
+        if self.is_empty:
+            return bool(names)
+        classic = self.classic_members()
+        return any(all(n in {name for name, _ in m.classic.protocols} for m in classic) for n in names)
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        """``allMembersUseClassicProtocolExcept``: ``member_id`` is the only member on the consumer
+        protocol."""
+        member = self.members.get(member_id)
+        return (
+            member is not None
+            and not member.uses_classic_protocol
+            and len(self.classic_members()) == len(self.members) - 1
+        )
+
+    def waiting_on_unreleased_partition(self, member: ConsumerMember) -> bool:
+        """``waitingOnUnreleasedPartition``: a partition of its target that it lacks is still held."""
+        if member.state != MemberState.UNRELEASED_PARTITIONS:
+            return False
+        epochs = self.partition_epochs()
+        for topic, wanted in self.target.get(member.member_id, {}).items():
+            held = member.assigned.get(topic, frozenset())
+            if any(p not in held and (topic, p) in epochs for p in wanted):
+                return True
+        return False
+
     # ---- the contract with the offset APIs -----------------------------------------------------
 
     def validate_offset_commit(
@@ -249,11 +294,9 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return Errors.UNKNOWN_MEMBER_ID
-        if not is_transactional and api_version < 9:
-            return Errors.UNSUPPORTED_VERSION  # members of these groups must commit with version 9+
-        if member_epoch != member.member_epoch:
-            return Errors.STALE_MEMBER_EPOCH
-        return Errors.NONE
+        if not is_transactional and not member.uses_classic_protocol and api_version < 9:
+            return Errors.UNSUPPORTED_VERSION  # consumer-protocol members must commit with version 9+
+        return _epoch_error(member, member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, api_version: int) -> int:
         """Kafka's ``ConsumerGroup.validateOffsetFetch``."""
@@ -262,9 +305,7 @@ class ConsumerGroup:
         member = self.members.get(member_id) if member_id is not None else None
         if member is None:
             return Errors.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return Errors.STALE_MEMBER_EPOCH
-        return Errors.NONE
+        return _epoch_error(member, member_epoch)
 
     def validate_offset_delete(self) -> int:
         return Errors.NONE
@@ -273,15 +314,23 @@ class ConsumerGroup:
         return Errors.NON_EMPTY_GROUP if self.members else Errors.NONE
 
     def tombstones(self) -> list[tuple[bytes, None]]:
-        """The records that erase the group (DeleteGroups), in Kafka's order."""
+        """The records that erase the group (DeleteGroups), in Kafka's order, as bytes."""
+        return [r.encode() for r in self.tombstone_records()]
+
+    def tombstone_records(self, renamed: tuple[str, str] | None = None) -> list:
+        """``createGroupTombstoneRecords``; with ``renamed`` (old id, new id), a static member that was
+        replaced in the same write is erased under its new id
+        (``createGroupTombstoneRecordsWithReplacedMember``)."""
         gid = self.group_id
-        records: list = [CurrentAssignment(gid, m, None) for m in self.members]
-        records += [TargetMember(gid, m, None) for m in self.target]
+        old, new = renamed or (None, None)
+        members = [new if m == old else m for m in self.members]
+        records: list = [CurrentAssignment(gid, m, None) for m in members]
+        records += [TargetMember(gid, new if m == old else m, None) for m in self.target]
         records.append(TargetEpoch(gid, None))
-        records += [MemberSubscription(gid, m, None) for m in self.members]
+        records += [MemberSubscription(gid, m, None) for m in members]
         records += [RegularExpression(gid, r, None) for r in self.resolved_regexes]
         records += [SubscriptionMetadata(gid, None), GroupEpoch(gid, None)]
-        return [r.encode() for r in records]
+        return records
 
     # ---- replay ----------------------------------------------------------------------------------
 
@@ -324,6 +373,7 @@ class ConsumerGroup:
             subscribed_topic_regex=v.subscribed_topic_regex or "",
             rebalance_timeout_ms=v.rebalance_timeout_ms,
             server_assignor=v.server_assignor,
+            classic=v.classic,
         )
 
     def _apply_assignment(self, record: CurrentAssignment) -> None:
@@ -347,6 +397,13 @@ class ConsumerGroup:
             assigned=_partitions(v.assigned),
             pending_revocation=_partitions(v.pending_revocation),
         )
+
+
+def _epoch_error(member: ConsumerMember, received: int) -> int:
+    """``ConsumerGroup.validateMemberEpoch``: a classic member's generation is its member epoch."""
+    if received == member.member_epoch:
+        return Errors.NONE
+    return Errors.ILLEGAL_GENERATION if member.uses_classic_protocol else Errors.STALE_MEMBER_EPOCH
 
 
 def _preferred_assignor(members: Iterable[ConsumerMember], configured: Sequence[str]) -> str:

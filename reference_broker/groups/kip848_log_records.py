@@ -18,16 +18,17 @@ a key is an int16 record type then int16-length strings (not flexible):
 16    ConsumerGroupRegularExpression (group, re)  Topics, Version, Timestamp
 ====  ==========================================  =================================================
 
-Record type 16 is laid out by hand below, because the 2024 definitions the codecs are generated from
-predate it. Values are written at version 0, flexible (compact strings and arrays, a tagged-field section
-closing every struct), without per-partition racks, as Kafka 4.0 writes them; every version the generated
-classes define is read, and fields this broker does not keep (racks, the classic member's metadata) are
-read past. A None value is a tombstone: it erases what its key names. Unreadable bytes raise
-``RecordFormatError``, which the coordinator's loader logs and skips."""
+Record type 16 is laid out by hand (``kip848_regex_records``), because the 2024 definitions the codecs
+are generated from predate it. Values are written at version 0, flexible (compact strings and arrays, a
+tagged-field section closing every struct), without per-partition racks, as Kafka 4.0 writes them; every
+version the generated classes define is read, and the racks, which this broker does not keep, are read
+past. A member that joined with the classic protocol (JoinGroup) carries ``ClassicMemberMetadata`` (tagged
+field 0 of its member metadata: session timeout and the protocols it offered); others have none.
+A None value is a tombstone: it erases what its key names. Unreadable bytes raise ``RecordFormatError``,
+which the coordinator's loader logs and skips."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
@@ -42,9 +43,17 @@ from kconform.codecs.coordinator_log import (
 )
 
 from .classic_log_records import RecordFormatError, key_version
+from .kip848_regex_records import (
+    REGULAR_EXPRESSION,
+    read_regex_key,
+    read_regex_value,
+    regex_key,
+    regex_value,
+)
 
 __all__ = [
     "ClassicGroupTombstone",
+    "ClassicMemberMetadata",
     "CurrentAssignment",
     "CurrentAssignmentValue",
     "GroupEpoch",
@@ -61,7 +70,7 @@ __all__ = [
 
 GROUP_METADATA_KEY = 2  # the classic group's own record; only its tombstone is written from here
 GROUP_EPOCH, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
-TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION = 6, 7, 8, 16
+TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
 KEY_VERSIONS = frozenset(
     {GROUP_EPOCH, PARTITION_METADATA, MEMBER_METADATA, TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT}
     | {REGULAR_EXPRESSION}
@@ -69,7 +78,6 @@ KEY_VERSIONS = frozenset(
 
 TOPIC = "__consumer_offsets"
 _VALUE_VERSION = 0  # the version Kafka 4.0 writes
-_I16, _I64 = struct.Struct(">h"), struct.Struct(">q")  # record type 16's hand-written layout
 
 Partitions = dict[UUID, frozenset[int]]
 
@@ -92,6 +100,15 @@ class ResolvedRegex:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that uses the classic protocol joined with: its session timeout and the
+    (name, metadata) of every protocol it offered, in its order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MemberSubscriptionValue:
     instance_id: str | None
     rack_id: str | None
@@ -101,6 +118,7 @@ class MemberSubscriptionValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None  # tagged field 0, for members on the classic protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +208,8 @@ class MemberSubscription:
         v = self.value
         if v is None:
             return key, None
-        value = layouts.ConsumerGroupMemberMetadataValue(  # no ClassicMemberMetadata: not a classic member
+        layout = layouts.ConsumerGroupMemberMetadataValue
+        value = layout(
             instance_id=v.instance_id,
             rack_id=v.rack_id,
             client_id=v.client_id,
@@ -200,6 +219,14 @@ class MemberSubscription:
             rebalance_timeout_ms=v.rebalance_timeout_ms,
             server_assignor=v.server_assignor,
         )
+        if v.classic is not None:  # left at its default (not written) for a consumer-protocol member
+            value.classic_member_metadata = layout.ClassicMemberMetadata(
+                session_timeout_ms=v.classic.session_timeout_ms,
+                supported_protocols=[
+                    layout.ClassicProtocol(name=name, metadata=metadata)
+                    for name, metadata in v.classic.protocols
+                ],
+            )
         return key, _write(value)
 
 
@@ -274,8 +301,9 @@ class RegularExpression:
         return self.value is None
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        key = _regex_key(self.group_id, self.regex)
-        return key, None if self.value is None else _regex_value(self.value)
+        key = regex_key(self.group_id, self.regex)
+        v = self.value
+        return key, None if v is None else regex_value(v.topics, v.version, v.timestamp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,8 +360,10 @@ def decode(key: bytes, value: bytes | None) -> ConsumerRecord | None:
     if record_type not in KEY_VERSIONS:
         return None
     if record_type == REGULAR_EXPRESSION:
-        group_id, regex = _read_regex_key(key)
-        return RegularExpression(group_id, regex, None if value is None else _read_regex_value(value))
+        group_id, regex = read_regex_key(key)
+        return RegularExpression(
+            group_id, regex, None if value is None else ResolvedRegex(*read_regex_value(value))
+        )
     try:
         _, k = decode_coordinator_key(TOPIC, key)
     except DecodeError as exc:
@@ -364,7 +394,12 @@ def decode(key: bytes, value: bytes | None) -> ConsumerRecord | None:
 
 def _member(data: bytes) -> MemberSubscriptionValue:
     v = _read(layouts.ConsumerGroupMemberMetadataValue, data)
-    # ClassicMemberMetadata (tag 0) belongs to classic members, which these groups never carry
+    # Tag 0 absent reads as an empty struct, which no classic member has (it joined with protocols).
+    meta = v.classic_member_metadata
+    classic = None
+    if meta is not None and (meta.session_timeout_ms or meta.supported_protocols):
+        protocols = tuple((p.name, bytes(p.metadata)) for p in meta.supported_protocols)
+        classic = ClassicMemberMetadata(meta.session_timeout_ms, protocols)
     return MemberSubscriptionValue(
         v.instance_id,
         v.rack_id,
@@ -374,6 +409,7 @@ def _member(data: bytes) -> MemberSubscriptionValue:
         v.subscribed_topic_regex,
         v.rebalance_timeout_ms,
         v.server_assignor,
+        classic,
     )
 
 
@@ -386,109 +422,3 @@ def _current(data: bytes) -> CurrentAssignmentValue:
         _partitions(v.assigned_partitions),
         _partitions(v.partitions_pending_revocation),
     )
-
-
-# ---- record type 16, by hand: Key {GroupId, RegularExpression}, Value v0 {Topics, Version, Timestamp} ----
-
-
-def _put_uvarint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _regex_key(group_id: str, regex: str) -> bytes:
-    out = bytearray(_I16.pack(REGULAR_EXPRESSION))
-    for text in (group_id, regex):
-        data = text.encode()
-        out += _I16.pack(len(data)) + data
-    return bytes(out)
-
-
-def _regex_value(value: ResolvedRegex) -> bytes:
-    out = bytearray(_I16.pack(_VALUE_VERSION))
-    _put_uvarint(out, len(value.topics) + 1)
-    for name in sorted(value.topics):
-        data = name.encode()
-        _put_uvarint(out, len(data) + 1)
-        out += data
-    out += _I64.pack(value.version) + _I64.pack(value.timestamp)
-    out.append(0)  # no tagged fields
-    return bytes(out)
-
-
-class _RegexReader:
-    """Reads record type 16's key or value whole; any bad or missing byte is a RecordFormatError."""
-
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data, self.pos, self.what = memoryview(data), 0, what
-
-    def fail(self, reason: str) -> RecordFormatError:
-        return RecordFormatError(f"{self.what}: {reason} at byte {self.pos}")
-
-    def take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.data):
-            raise self.fail(f"{n} bytes run past the end")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def int16(self) -> int:
-        return _I16.unpack(self.take(2))[0]
-
-    def int64(self) -> int:
-        return _I64.unpack(self.take(8))[0]
-
-    def uvarint(self) -> int:
-        value = 0
-        for shift in range(0, 35, 7):
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-        raise self.fail("a varint longer than 5 bytes")
-
-    def text(self, *, compact: bool) -> str:
-        n = self.uvarint() - 1 if compact else self.int16()
-        if n < 0:
-            raise self.fail("a null where a string is required")
-        try:
-            return str(self.take(n), "utf-8")
-        except UnicodeDecodeError:
-            raise self.fail("a string that is not UTF-8") from None
-
-    def count(self) -> int:
-        n = self.uvarint() - 1
-        if n > len(self.data) - self.pos:
-            raise self.fail(f"an array of {n} entries cannot fit")
-        return max(n, 0)
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise self.fail(f"{len(self.data) - self.pos} bytes left over")
-
-
-def _read_regex_key(data: bytes) -> tuple[str, str]:
-    k = _RegexReader(data, "consumer group regular expression key")
-    k.int16()
-    group_id, regex = k.text(compact=False), k.text(compact=False)
-    k.end()
-    return group_id, regex
-
-
-def _read_regex_value(data: bytes) -> ResolvedRegex:
-    v = _RegexReader(data, "consumer group regular expression value")
-    version = v.int16()
-    if version != _VALUE_VERSION:
-        raise v.fail(f"value version {version} is not one Kafka defines")
-    topics = frozenset(v.text(compact=True) for _ in range(v.count()))
-    resolved, timestamp = v.int64(), v.int64()
-    v.tags()
-    v.end()
-    return ResolvedRegex(topics, resolved, timestamp)

@@ -10,12 +10,9 @@ from uuid import UUID
 
 from kconform.codecs.errors import Errors
 
+from .consumer_timers import CancelRebalanceTimer, CancelTimers, RebalanceTimer, SessionTimer
 from .errors import GroupError
-from .kip848_assignment import (
-    _subscription_metadata,
-    _target_assignment,
-    next_assignment,
-)
+from .kip848_assignment import _subscription_metadata, move_toward_target
 from .kip848_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -25,7 +22,6 @@ from .kip848_group import (
     Partitions,
     PartitionsIn,
     _is_subset,
-    _preferred_assignor,
     new_member_id,
     resolve_regex,
 )
@@ -56,7 +52,7 @@ __all__ = [
     "fence",
     "heartbeat",
     "leave",
-    "rebalance_expired",
+    "replace_static_member",
     "validate_heartbeat",
 ]
 
@@ -87,31 +83,11 @@ class Settings:
     heartbeat_interval_ms: int = 5000
 
 
-@dataclass(frozen=True)
-class SessionTimer:
-    member_id: str
-
-
-@dataclass(frozen=True)
-class RebalanceTimer:
-    member_id: str
-    member_epoch: int
-    timeout_ms: int
-
-
-@dataclass(frozen=True)
-class CancelRebalanceTimer:
-    member_id: str
-
-
-@dataclass(frozen=True)
-class CancelTimers:
-    member_id: str
-
-
 @dataclass
 class Outcome:
-    """A decision: the response fields, the records to write, the timers to set."""
+    """A decision: the response fields, the records to write, the timers to set. A classic request's
+    decision (``mixed_rules``) carries its own ``answer``; a downgrade (``migration``) carries the classic
+    group that takes the consumer group's place once the records are written."""
 
     member_id: str | None
     member_epoch: int
@@ -119,6 +95,8 @@ class Outcome:
     assignment: Partitions | None = None
     records: list = field(default_factory=list)
     timers: list = field(default_factory=list)
+    answer: object = None
+    downgrade: object = None
 
 
 def _invalid(message: str) -> GroupError:
@@ -168,7 +146,8 @@ def _existing_group(existing: object | None, group_id: str) -> ConsumerGroup:
 
 def _group_to_join(existing: object | None, group_id: str, records: list) -> ConsumerGroup:
     """Kafka's ``getOrMaybeCreateConsumerGroup`` with creation allowed. An empty classic group gives
-    way (its record is erased; its offsets stay); one with members is not converted here."""
+    way (its record is erased; its offsets stay); one with members is converted before this is asked
+    (``migration.upgrade``), so one that reaches here is refused."""
     if existing is None:
         return ConsumerGroup(group_id)
     if isinstance(existing, ConsumerGroup):
@@ -223,24 +202,14 @@ def _find_member(
     if joining:
         if existing is None:
             return group.members.get(member_id) or ConsumerMember(member_id), None
-        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # A member on the classic protocol is replaced at once (getOrMaybeSubscribeStaticConsumerGroupMember).
+        if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise GroupError(
                 Errors.UNRELEASED_INSTANCE_ID,
                 f"Static member {member_id} with instance id {hb.instance_id} cannot join the group because "
                 f"the instance id is owned by {existing.member_id} member.",
             )
-        # The new instance inherits the departed one's assignment, so nothing has to move.
-        successor = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        gid = group.group_id
-        records += [
-            CurrentAssignment(gid, existing.member_id, None),
-            TargetMember(gid, existing.member_id, None),
-            MemberSubscription(gid, existing.member_id, None),
-            successor.subscription_record(gid),
-            TargetMember(gid, member_id, group.target.get(existing.member_id, {})),
-            successor.assignment_record(gid),
-        ]
-        return successor, existing.member_id
+        return replace_static_member(group, existing, member_id, records), existing.member_id
     if existing is None:
         raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {hb.instance_id} is unknown.")
     if existing.member_id != member_id:
@@ -251,6 +220,24 @@ def _find_member(
         )
     _check_epoch(existing, hb.member_epoch, hb.owned)
     return existing, None
+
+
+def replace_static_member(
+    group: ConsumerGroup, existing: ConsumerMember, member_id: str, records: list
+) -> ConsumerMember:
+    """Kafka's ``replaceMember``: a new instance of a static member takes over the departed one's
+    assignment, so nothing has to move; returns the successor, its records appended to ``records``."""
+    successor = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+    gid = group.group_id
+    records += [
+        CurrentAssignment(gid, existing.member_id, None),
+        TargetMember(gid, existing.member_id, None),
+        MemberSubscription(gid, existing.member_id, None),
+        successor.subscription_record(gid),
+        TargetMember(gid, member_id, group.target.get(existing.member_id, {})),
+        successor.assignment_record(gid),
+    ]
+    return successor
 
 
 def _resolved_topics(group: ConsumerGroup, regex: str) -> frozenset[str]:
@@ -351,6 +338,7 @@ def heartbeat(
         ),
         client_id=hb.client_id,
         client_host=hb.client_host,
+        classic=None,  # a member that heartbeats uses the consumer protocol from now on
     )
     bump = group.group_epoch == 0  # a new group must move off epoch 0
     if updated != member:
@@ -364,47 +352,17 @@ def heartbeat(
     records += regex_records
     bump = bump or regex_bump
 
-    # 2. The subscribed topics' ids and partition counts; one epoch bump for all of the above.
-    metadata = _subscription_metadata(members.values(), resolved, topics)
-    if metadata != group.subscription_metadata:
-        records.append(SubscriptionMetadata(gid, tuple(sorted(metadata.values(), key=lambda t: t.name))))
-        bump = True
-    group_epoch = group.group_epoch + 1 if bump else group.group_epoch
-    if bump:
-        records.append(GroupEpoch(gid, group_epoch))
-
-    # 3. A new target assignment when the group epoch moved past the assignment epoch.
-    if group_epoch > group.assignment_epoch:
-        assignor = _preferred_assignor(members.values(), settings.assignors)
-        replaced = None if replaced_id is None else (replaced_id, member_id)
-        targets, target_records = _target_assignment(
-            group, members, replaced, group_epoch, metadata, assignor, resolved
-        )
-        records += target_records
-        target_epoch, target = group_epoch, targets.get(member_id, {})
-    else:
-        target_epoch = group.assignment_epoch
-        holder = (
-            group.static_members.get(updated.instance_id) if updated.instance_id is not None else member_id
-        )
-        target = group.target.get(holder, {}) if holder is not None else {}
-
-    # 4. Reconcile the member toward its target.
+    # 2.-4. Subscription metadata and the epoch bump, the target assignment, one reconciliation step.
+    reconciled, step_records = move_toward_target(
+        group, members, updated, replaced_id, resolved, topics, bump, settings.assignors, hb.owned
+    )
+    records += step_records
     timers: list = []
-    reconciled = updated
-    if not updated.is_reconciled_to(target_epoch):
-        epochs = group.partition_epochs()
-        reconciled = next_assignment(
-            updated, target_epoch, target, hb.owned, lambda t, p: epochs.get((t, p), -1)
-        )
-        if reconciled != updated:
-            records.append(reconciled.assignment_record(gid))
-            if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-                timers.append(
-                    RebalanceTimer(member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms)
-                )
-            else:
-                timers.append(CancelRebalanceTimer(member_id))
+    if reconciled != updated:
+        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+            timers.append(RebalanceTimer(member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms))
+        else:
+            timers.append(CancelRebalanceTimer(member_id))
     timers.append(SessionTimer(member_id))
 
     # The assignment goes back to a full request (a join, or a member resending everything after an
@@ -476,14 +434,3 @@ def fence(group: ConsumerGroup, member_id: str, topics: Mapping[str, TopicMetada
         records.append(SubscriptionMetadata(gid, tuple(sorted(metadata.values(), key=lambda t: t.name))))
     records.append(GroupEpoch(gid, group.group_epoch + 1))
     return Outcome(member_id=member_id, member_epoch=-1, records=records, timers=[CancelTimers(member_id)])
-
-
-def rebalance_expired(
-    group: ConsumerGroup, member_id: str, member_epoch: int, topics: Mapping[str, TopicMetadata]
-) -> Outcome:
-    """The member had its rebalance timeout to give partitions up at ``member_epoch``: fence it if it
-    is still at that epoch."""
-    member = group.members.get(member_id)
-    if member is None or member.member_epoch != member_epoch:
-        return Outcome(member_id=None, member_epoch=-1)
-    return fence(group, member_id, topics)

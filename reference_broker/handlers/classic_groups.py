@@ -84,6 +84,12 @@ async def find_coordinator(broker, ctx, request) -> FindCoordinatorResponse:
 # ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup -----------------------------------------------
 
 
+def _client_host(peer: str) -> str:
+    # ClassicGroupMember.clientHost is context.clientAddress.toString(): a slash, then the address; the
+    # same value a consumer group keeps for the member should it join one (a mixed group).
+    return "/" + peer.rsplit(":", 1)[0]
+
+
 @handles(11)
 async def join_group(broker, ctx, request) -> JoinGroupResponse:
     version = ctx.api_version
@@ -97,7 +103,7 @@ async def join_group(broker, ctx, request) -> JoinGroupResponse:
         session_timeout_ms=request.session_timeout_ms,
         rebalance_timeout_ms=rebalance_timeout,
         client_id=ctx.client_id or "",
-        client_host=ctx.peer,
+        client_host=_client_host(ctx.peer),
         require_known_member_id=version >= 4,
     )
     members = [
@@ -151,23 +157,27 @@ async def heartbeat(broker, ctx, request) -> HeartbeatResponse:
 @handles(13)
 async def leave_group(broker, ctx, request) -> LeaveGroupResponse:
     if ctx.api_version < 3:
-        top, results = await broker.group_coordinator.leave_group(
+        top, results, _ = await broker.group_coordinator.leave_group(
             request.group_id, [(request.member_id, None)]
         )
         return LeaveGroupResponse(error_code=results[0] if top == Errors.NONE else top)
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    top, results = await broker.group_coordinator.leave_group(request.group_id, leaving)
+    top, results, reported = await broker.group_coordinator.leave_group(request.group_id, leaving)
     if top == Errors.UNKNOWN_MEMBER_ID:
         # GroupCoordinatorService.leaveGroup: a group that is not found is no top-level error; every
         # member named is answered UNKNOWN_MEMBER_ID (below v3, LeaveGroupResponse lifts it to the top).
-        top, results = Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(leaving)
+        top, results, reported = (
+            Errors.NONE,
+            [Errors.UNKNOWN_MEMBER_ID] * len(leaving),
+            [m for m, _ in leaving],
+        )
     if top != Errors.NONE:
         return LeaveGroupResponse(error_code=top)
     return LeaveGroupResponse(
         error_code=Errors.NONE,
         members=[
             LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=code)
-            for (m, i), code in zip(leaving, results, strict=True)
+            for m, (_, i), code in zip(reported, leaving, results, strict=True)
         ],
     )
 

@@ -5,9 +5,8 @@ Glue only: the decisions are the group coordinator's (``groups.kip848_rules``, c
 ids chosen by the client) is the one Kafka 4.0 released; it is served in full.
 
 ConsumerGroupDescribe v1 (KIP-1099) adds each member's type, ``ConsumerGroupMember
-.asConsumerGroupDescribeMember``: 0 for a member that joined with the classic protocol, 1 for one that
-uses the consumer protocol. Classic members do not join consumer groups here (Kafka's upgrade path is
-not implemented), so every member is 1."""
+.asConsumerGroupDescribeMember``: 0 for a member that joined with the classic protocol (JoinGroup, in a
+mixed group: ``groups.mixed_rules``), 1 for one that uses the consumer protocol."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from ..groups.server_assignors import assignor_names
 from . import handles
 
 _GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))  # READ, DELETE, DESCRIBE: all, with no authorizer
-_CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1 MemberType: 0 classic protocol, 1 consumer protocol
+_CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe v1 MemberType
 _UNSET_OPERATIONS = -(2**31)
 
 
@@ -115,7 +114,7 @@ def _described(group: ConsumerGroup, names: dict[UUID, str], assignor: str, oper
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=assignment(m.assigned),
                 target_assignment=assignment(group.target.get(m.member_id, {})),
-                member_type=_CONSUMER_MEMBER,
+                member_type=_CLASSIC_MEMBER if m.uses_classic_protocol else _CONSUMER_MEMBER,
             )
             for m in group.members.values()
         ],

@@ -188,12 +188,21 @@ def test_a_consumer_group_past_its_size_is_group_max_size_reached(tmp_path):
     assert run(tmp_path, scenario, **{"group.consumer.max.size": "1"}) == Errors.GROUP_MAX_SIZE_REACHED
 
 
-def test_a_classic_group_with_members_is_not_a_consumer_group(tmp_path):
+def test_a_classic_group_whose_embedded_protocol_does_not_read_is_not_upgraded(tmp_path):
+    """``convertToConsumerGroup``: a classic group with members is upgraded only if every member's
+    assignment and subscription read as the consumer protocol; ``stable_group``'s assignments are plain
+    bytes, so the conversion fails (Kafka's SchemaException) and the group stays classic."""
+
     async def scenario(c: Cluster):
         await stable_group(c, "classic")
-        return (await c.client.call(HEARTBEAT, 1, join(group="classic"))).error_code
+        return await c.client.call(HEARTBEAT, 1, join(group="classic"))
 
-    assert run(tmp_path, scenario) == Errors.GROUP_ID_NOT_FOUND
+    body = run(tmp_path, scenario)
+    assert (body.error_code, body.error_message) == (
+        Errors.GROUP_ID_NOT_FOUND,
+        "Cannot upgrade the classic group classic to consumer group because the embedded consumer protocol "
+        "is malformed.",
+    )
 
 
 def test_revocation_comes_before_the_new_owner_gets_the_partition(tmp_path):
@@ -329,8 +338,8 @@ def test_consumer_groups_are_read_back_after_a_restart(tmp_path):
 
 def test_consumer_group_describe_v1_gives_each_member_its_type(tmp_path):
     """ConsumerGroupMember.asConsumerGroupDescribeMember (KIP-1099): MemberType 1 for a member on the
-    consumer protocol (0 for a classic member, which does not join consumer groups here); v0 has no
-    such field (its default, -1, is what a v0 reader sees)."""
+    consumer protocol (0 for a classic member: ``groups/test_mixed_groups.py``); v0 has no such field
+    (its default, -1, is what a v0 reader sees)."""
 
     async def scenario(c: Cluster):
         await c.client.call(HEARTBEAT, 1, join())

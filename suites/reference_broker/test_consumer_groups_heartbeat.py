@@ -116,8 +116,10 @@ def test_heartbeats_and_leaves_for_a_group_that_is_not_there_are_group_id_not_fo
     assert run(tmp_path, scenario) == (Errors.GROUP_ID_NOT_FOUND, Errors.GROUP_ID_NOT_FOUND)
 
 
-def test_a_classic_group_with_members_is_group_id_not_found_but_an_empty_one_gives_way(tmp_path):
-    """``getOrMaybeCreateConsumerGroup``: a non-empty classic group is not converted here; an empty one
+def test_a_classic_group_mid_rebalance_is_group_id_not_found_but_an_empty_one_gives_way(tmp_path):
+    """``getOrMaybeCreateConsumerGroup``: a classic group with members is upgraded only if its members'
+    assignments and subscriptions read as the consumer protocol (``convertToConsumerGroup``); one that
+    has not synced yet has no assignment, so it stays classic: GROUP_ID_NOT_FOUND. An empty one
     (``maybeDeleteEmptyClassicGroup``) is erased, and its committed offsets stay."""
 
     async def scenario(env: Env):

@@ -282,6 +282,26 @@ ROUND_TRIPS = [
         "001000016700086f72646572732e2a",
         None,
     ),
+    (  # a member on the classic protocol (GroupMetadataManager.classicGroupJoinToConsumerGroup): its
+        # ClassicMemberMetadata in tag 0, as Kafka writes it (a presence byte, then the struct)
+        cr.MemberSubscription(
+            "g",
+            "m",
+            cr.MemberSubscriptionValue(
+                None,
+                "rack-a",
+                "c",
+                "/h",
+                ("orders",),
+                None,
+                30000,
+                None,
+                cr.ClassicMemberMetadata(45000, (("range", b"\x00\x01"),)),
+            ),
+        ),
+        "000500016700016d",
+        "000000077261636b2d610263032f6802076f7264657273000000753000010011010000afc8020672616e67650300010000",
+    ),
 ]
 
 # (record, key, value, read back as): partitions with no entries are not written; key type 2 is the
@@ -325,13 +345,6 @@ WRITTEN_BY_KAFKA = [
             "077261636b2d63000000"
         ),
         cr.SubscriptionMetadata("g", (cr.TopicMetadata(A, "orders", 2), cr.TopicMetadata(B, "t", 1))),
-    ),
-    (  # ConsumerGroupMemberMetadataValue with ClassicMemberMetadata in tag 0
-        "000500016700016d",
-        "000000077261636b2d610263032f6802076f7264657273000000753000010011010000afc8020672616e67650300010000",
-        cr.MemberSubscription(
-            "g", "m", cr.MemberSubscriptionValue(None, "rack-a", "c", "/h", ("orders",), None, 30000, None)
-        ),
     ),
     (  # ConsumerGroupCurrentMemberAssignmentValue with an unknown tagged field (tag 7)
         "000800016700016d",
