@@ -8,12 +8,14 @@ other case."""
 
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass
 
 from kconform.codecs.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
+    ConsumerProtocolSubscription,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HeartbeatRequest,
@@ -51,6 +53,17 @@ def _member(ctx: Context, side: str, group: int, member: int) -> str:
     return ctx.state.get((side, "member", group, member), "")
 
 
+def _subscription(ctx: Context) -> bytes:
+    """What a Java consumer sends as a protocol's metadata: its topics as ConsumerProtocolSubscription
+    (v0, after its int16 version). Kafka reads it when a classic member joins a consumer group."""
+    return struct.pack(">h", 0) + ConsumerProtocolSubscription(topics=[ctx.topic(0)]).encode(0)
+
+
+def _in_a_consumer_group(ctx: Context, group: int) -> bool:
+    """Whether a KIP-848 member of the case has joined ``group`` (and not left it)."""
+    return any(key[:3] == ("a", "member848", group) for key in ctx.state)
+
+
 @dataclass(frozen=True)
 class JoinGroup(PerSide, Operation):
     group: int = 0
@@ -65,7 +78,9 @@ class JoinGroup(PerSide, Operation):
             rebalance_timeout_ms=_REBALANCE_TIMEOUT_MS,
             member_id=_member(ctx, side, self.group, self.member),
             protocol_type="consumer",
-            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=self.protocol, metadata=b"")],
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name=self.protocol, metadata=_subscription(ctx))
+            ],
         )
 
     def learn(self, side, ctx, answer):
@@ -77,7 +92,8 @@ class JoinGroup(PerSide, Operation):
             ctx.state[(side, "protocol", self.group)] = answer.protocol_name
 
     def _shape_parts(self, ctx):
-        return [] if _member(ctx, "a", self.group, self.member) else ["new member"]
+        parts = [] if _member(ctx, "a", self.group, self.member) else ["new member"]
+        return parts + (["into a consumer group"] if _in_a_consumer_group(ctx, self.group) else [])
 
 
 @dataclass(frozen=True)
