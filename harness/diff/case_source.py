@@ -2,9 +2,9 @@
 
 Drawing a case with Hypothesis costs a few milliseconds of Python, about as long as both brokers take to
 answer it. What a case holds never depends on how earlier cases went (only the generate phase runs and
-the test never fails), so the drawing can run ahead on another core: the same seed draws the same cases
-in the same order as drawing in the engine's own process would. The pipe between the two bounds how far
-ahead it gets; a run that stops early closes it and the drawing ends.
+the test never fails), so the drawing can run ahead on another core. The drawing process is fresh every
+run, so the same seed draws the same cases whatever ran before in the engine's process. The pipe
+between the two bounds how far ahead it gets; a run that stops early closes it and the drawing ends.
 
 Run as ``python -m kconform.harness.diff.case_source SEED EXAMPLES [API_KEY ...]``."""
 

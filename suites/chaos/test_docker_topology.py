@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from kconform.faults.cluster_links import ClusterLinks
+from kconform.faults.cluster_links import ClusterLinks, LinkSelectorError
 from kconform.faults.nemesis import Nemesis, plan
 from kconform.faults.schedule import Schedule, schedule_from_data
 from kconform.harness.chaos import scenario_set
@@ -90,9 +90,14 @@ def settled(cluster, topic: str):
     cluster.create_topic(topic, 3)
     deadline = time.monotonic() + 15
     while True:
-        state = cluster.partition_state(0)
-        if len(state.isr) == 3 or time.monotonic() > deadline:
-            return state
+        try:
+            state = cluster.partition_state(0)
+        except LinkSelectorError:  # no broker has the new topic in its metadata yet (a loaded machine)
+            if time.monotonic() > deadline:
+                raise
+        else:
+            if len(state.isr) == 3 or time.monotonic() > deadline:
+                return state
         time.sleep(0.1)
 
 

