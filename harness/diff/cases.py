@@ -21,11 +21,12 @@ from pathlib import Path
 from kconform.traces import TraceWriter
 
 from ..targets.base import Target
-from .case_files import load_case, operations_from_json, save_case
+from .case_files import load_case, operations_from_json, operations_json, save_case
 from .case_source import DrawnCases
 from .configuration import configuration_differences
 from .drawing import OPERATIONS, operation_sequences
 from .engine import CaseResult, DiffEngine
+from .operations import FindCoordinator
 from .results import CampaignResult, Found, case_record, example_of
 from .shrinking import shrink_case
 from .verdicts import Rule, judge, load_rules
@@ -86,7 +87,17 @@ def run_campaign(
         counter = itertools.count()
 
         with journal_path.open("a") as journal, DrawnCases(seed, examples, apis) as drawn:
-            loop.run_until_complete(engine.prepare())  # while the drawing process starts
+            # while the drawing process starts: the one look at the targets as they started, then
+            # their coordinators brought up for every drawn case
+            opening = _opening_case(engine, loop, f"{run_id[:6]}open", done, apis)
+            if opening is not None:
+                if opening["case"] not in done:
+                    journal.write(json.dumps(opening) + "\n")
+                    journal.flush()
+                result.count(opening)
+                for sighting in opening["sightings"]:
+                    first_cases.setdefault(sighting["key"], opening["operations"])
+            loop.run_until_complete(engine.prepare())
             for case, entries in drawn:
                 if stop_drawing is not None and time.monotonic() > stop_drawing:
                     result.notes.append(
@@ -129,6 +140,29 @@ def run_campaign(
     return result
 
 
+# The opening case: what a client meets first on a cluster that has just started, a state no drawn case
+# meets again (the engine then brings the coordinators up, as a running cluster has them): the first
+# FindCoordinator for a group and for a transactional id, which Kafka answers COORDINATOR_NOT_AVAILABLE
+# while it creates the internal topic (KafkaApis.getCoordinator). Its causes replay on fresh targets
+# only, so shrinking reports them as not reproduced on the running ones.
+OPENING_CASE = [
+    FindCoordinator(version_pick=3, group=0, key_type=0),
+    FindCoordinator(version_pick=3, group=0, key_type=1),
+]
+
+
+def _opening_case(engine: DiffEngine, loop, case_id: str, done: dict, apis: set[int] | None) -> dict | None:
+    """The opening case's journal record: run now on the fresh targets, or the one a resumed run has
+    (a resumed run's targets are fresh again, but its opening case is already counted). None when the
+    run leaves FindCoordinator out."""
+    if apis is not None and FindCoordinator.api_key not in apis:
+        return None
+    if case_id in done:
+        return done[case_id]
+    outcome = loop.run_until_complete(engine.run_case(OPENING_CASE, case_id, prepare=False))
+    return {**case_record(outcome, operations_json(OPENING_CASE)), "opening": True}
+
+
 def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, deadline, rules) -> None:
     """Shrink every cause from its first case, take its example from the stored case's own replay,
     judge it, and store the case."""
@@ -152,6 +186,7 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
 
     for cause in sorted(result.causes.values(), key=lambda c: c.number):
         case = operations_from_json(first_cases[cause.id])
+        shown_as = sorted(cause.signatures)[0]  # the signature the stored case shows, once replayed
         if shrink and (deadline is None or time.monotonic() < deadline):
             if cause.id in shown_by:
                 case, cause.reproduced = shown_by[cause.id], True
@@ -168,6 +203,7 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
                 if sighting is not None:
                     index, version, shown = sighting
                     cause.example = example_of(case[index], version, shown.facets)
+                    shown_as = shown.facets[0].signature(shown.api_name, version)
                     case = case[: index + 1]  # nothing after the operation that shows it matters to it
         cause.stored_operations = len(case)
         cause.verdict = judge(cause, rules, names)
@@ -176,7 +212,7 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
             case,
             cause=cause.id,
             title=cause.title(*names),
-            signature=sorted(cause.signatures)[0],
+            signature=shown_as,
             signatures=sorted(cause.signatures),
             verdict=cause.verdict,
             targets=names,

@@ -59,16 +59,24 @@ class Sighting:
 
 
 def sightings(
-    api_name: str, shape: str, differences: list[Difference], error_at: Callable[[str], int] | None = None
+    api_name: str,
+    shape: str,
+    differences: list[Difference],
+    error_at: Callable[[str], int] | None = None,
+    *,
+    answer_due: bool = True,
 ) -> list[Sighting]:
     """The causes one exchange shows (none when the answers agree). ``error_at(path)`` gives the error
     code both sides agree on beside a differing field (0 if none): a field that differs under an error
-    (the offsets of a partition both refuse) is a cause of its own, told apart by that error."""
+    (the offsets of a partition both refuse) is a cause of its own, told apart by that error.
+    ``answer_due`` is false for a request that must get no answer (Produce with acks=0)."""
     if not differences:
         return []
     fates = [d for d in differences if d.path == _CONNECTION]
-    if fates:  # who answered and who closed decides it, whatever the request held
-        return [_sighting(api_name, "", fates, [], shape)]
+    if fates:  # who answered and who closed decides it, whatever else the request held, except
+        # whether an answer was due at all: a side that answers a request due none (acks=0) and a side
+        # that closes on a version it refuses are two behaviours even where the fates read alike
+        return [_sighting(api_name, "", fates, [], shape, "" if answer_due else "no answer due")]
     errors = [d for d in differences if d.kind == "error_code"]
     if errors:  # an error code answers the request's shape: an unknown topic, acks=2
         rest = [d for d in differences if d.kind != "error_code"]
@@ -101,9 +109,10 @@ def _facet(difference: Difference) -> Facet:
     return Facet(difference.generic_path, difference.kind, _json(difference.a), _json(difference.b))
 
 
-def _sighting(api_name, shape, primary, rest, request_shape) -> Sighting:
+def _sighting(api_name, shape, primary, rest, request_shape, kind_of_request="") -> Sighting:
     facets = tuple(sorted(set(map(_facet, primary))))
-    key_text = json.dumps([api_name, shape, [list(vars(f).values()) for f in facets]])
+    key_parts = [api_name, shape, [list(vars(f).values()) for f in facets]]
+    key_text = json.dumps(key_parts + [kind_of_request] if kind_of_request else key_parts)
     key = "c" + hashlib.sha1(key_text.encode()).hexdigest()[:10]
     consequences = tuple(sorted({d.generic_path for d in rest}))
     return Sighting(key, api_name, shape, facets, consequences, request_shape)

@@ -4,6 +4,7 @@ drawn once and replays on any pair of targets in a namespace of its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from hypothesis import strategies as st
@@ -23,11 +24,15 @@ _epoch = st.sampled_from([-1, -1, -1, 0, 5])  # none, the current one, one from 
 _values = st.lists(st.one_of(st.binary(max_size=20), st.none()), min_size=0, max_size=5).map(tuple)
 _group = st.sampled_from([0, 0, 0, 1])
 _member = st.sampled_from([0, 0, 0, 1])  # KIP-848 members: heartbeats never wait for each other
-# A classic group's second member makes the first rejoin within its rebalance timeout, a race a client
-# that sends one request at a time cannot run the same way twice: classic groups have one member here.
+# Classic members have connections of their own, and a join held for the others to rejoin is answered
+# after the next step (harness/diff/engine.py), so two members rebalance as two consumers do
+# (suites/differential/test_rebalance.py); the campaigns still draw one member per classic group, as
+# the causes two members meet against the mock (who leads after a rejoin, which members a join lists)
+# await their verdicts.
 _classic_member = st.just(0)
 _producer = st.sampled_from([0, 0, 0, 1])
 _rare = st.sampled_from([False] * 7 + [True])
+_SETUP_FIRST = st.sampled_from([True, True, False])
 
 # Every operation a case may hold, with how it is drawn.
 DRAWN: dict[type, st.SearchStrategy] = {
@@ -188,8 +193,8 @@ OPERATIONS = {cls.__name__: cls for cls in DRAWN}
 # steps of the same family may come in between.
 STORIES: dict[str, tuple[type, ...]] = {
     "log": (
-        ops.Produce, ops.Fetch, ops.ListOffsets, ops.OffsetForLeaderEpoch, ops.DeleteRecords, ops.Fetch,
-        ops.ListOffsets,
+        "produce-to-the-first-topic", ops.Produce, ops.Fetch, ops.ListOffsets, ops.OffsetForLeaderEpoch,
+        ops.DeleteRecords, ops.Fetch, ops.ListOffsets,
     ),
     "group": (
         groups.JoinGroup, groups.JoinGroup, groups.SyncGroup, groups.Heartbeat, ops.OffsetCommit,
@@ -207,7 +212,7 @@ STORIES: dict[str, tuple[type, ...]] = {
         txn.ListTransactions, ops.Fetch,
     ),
     "admin": (
-        admin.CreatePartitions, admin.DescribeConfigs, admin.IncrementalAlterConfigs, admin.AlterConfigs,
+        "grow-the-first-topic", admin.DescribeConfigs, admin.IncrementalAlterConfigs, admin.AlterConfigs,
         admin.DescribeConfigs, admin.DescribeLogDirs, admin.DescribeCluster, admin.DeleteTopic, ops.Metadata,
     ),
 }  # fmt: skip
@@ -277,13 +282,16 @@ def operation_sequences(apis: set[int] | None = None, max_ops: int = 8) -> st.Se
     stories = []
     for steps in STORIES.values():
         setup = {"find-transaction-coordinator"} if txn.InitProducerId in wanted else set()
-        kept = tuple(step for step in steps if step in wanted or step in setup)
-        if any(step in wanted for step in kept):
+        kept = tuple(step for step in steps if _STEP_CLASSES.get(step, step) in wanted or step in setup)
+        if any(_STEP_CLASSES.get(step, step) in wanted for step in kept):
             stories.append(_story(kept, tuple(wanted)))
     setup = st.builds(ops.CreateTopic, _pick, topic=st.just(0), partitions=st.sampled_from([1, 3]))
     body = st.one_of(anything, *stories)
-    with_setup = st.tuples(setup, body).map(lambda pair: [pair[0], *pair[1]])
-    return st.one_of(with_setup, with_setup, body)
+    # two cases in three begin by creating topic 0 (one_of over (with, with, without) is not drawn
+    # evenly: Hypothesis favours its last branches)
+    return st.tuples(_SETUP_FIRST, setup, body).map(
+        lambda drawn: [drawn[1], *drawn[2]] if drawn[0] else drawn[2]
+    )
 
 
 # Story steps drawn in a particular way: a transaction begins by asking for its coordinator, which
@@ -292,6 +300,20 @@ _STEP_DRAWS = {
     "find-transaction-coordinator": st.builds(
         ops.FindCoordinator, _pick, group=_producer, key_type=st.just(1)
     ),
+    # a log's life begins with records in the partition most cases create first, an administrator's
+    # with the partitions of that topic
+    "produce-to-the-first-topic": DRAWN[ops.Produce].map(
+        lambda produce: dataclasses.replace(produce, topic=0, partition=0)
+    ),
+    "grow-the-first-topic": DRAWN[admin.CreatePartitions].map(
+        lambda grow: dataclasses.replace(grow, topic=0)
+    ),
+}
+# What each named step sends, for --apis
+_STEP_CLASSES = {
+    "find-transaction-coordinator": ops.FindCoordinator,
+    "produce-to-the-first-topic": ops.Produce,
+    "grow-the-first-topic": admin.CreatePartitions,
 }
 
 

@@ -1,58 +1,44 @@
-"""Runs a case (a list of operations) against two targets, one request at a time to each, and compares
-the answers: normalised, then field by field. Every exchange can go to the traces.
+"""Runs a case (a list of operations) against two targets and compares the answers: normalised, then
+field by field. Every exchange can go to the traces.
 
 Requests go over raw connections (the reference client's raw mode), so what the targets get is exactly
 what the operation built, at the version chosen for it, and a target that closes the connection or
-stays silent is an outcome like any other."""
+stays silent is an outcome like any other.
+
+One request at a time goes to each target, except where a broker holds a request until another one
+comes: a classic group's JoinGroup waits for the other members to rejoin, a follower's SyncGroup for the
+leader's. Such an operation says so (``may_wait``): it is sent on its member's own connection and its
+answer is read after the next operation's, or before that member's next request, which is what two
+consumers of one group do."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
 
-from kconform.codecs import DecodeError, EncodeError, api_schema
-from kconform.codecs.framing import decode_response_lenient
-from kconform.codecs.messages import FindCoordinatorRequest, MetadataRequest, RequestHeader
+from kconform.codecs import EncodeError, api_schema
+from kconform.codecs.messages import FindCoordinatorRequest, MetadataRequest
 from kconform.traces import TraceRow, TraceWriter
 
-from ..client.network import parse_bootstrap
-from ..client.raw import Fate, RawClient, UnexpectedReply
 from ..targets.base import Target, common_versions
 from .causes import Sighting, error_beside, sightings
 from .compare import Difference, diff_trees, signature
 from .configuration import probe_configuration
-from .normalise import normalise
-from .operations import Context, CreateTopic, Operation
-from .tree import to_tree
+from .context import Context
+from .exchanges import Exchange, Link, exchange_once
+from .operations import CreateTopic, Operation
 
 __all__ = ["CaseResult", "DiffEngine", "Exchange"]
 
-_REPLY_TIMEOUT = 10.0
 _METADATA, _METADATA_WITH_IDS = 3, 10  # Metadata gives topic ids from v10 (KIP-516)
-_API_VERSIONS = 18
 _FIND_COORDINATOR = 10
 _NOT_YET = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR: ask again
 _WARM_UP_TRIES = 40  # FindCoordinator asks, 0.25 s apart, for a target's internal topics to come up
-
-
-@dataclass(slots=True)
-class Exchange:
-    target: str
-    api_key: int
-    api_version: int
-    fate: str
-    tree: Any = None  # normalised response
-    correlation_id: int | None = None
-    request_bytes: int = 0
-    response_bytes: int = 0
-    latency_us: int = 0
-    error_codes: list[int] = field(default_factory=list)
-    notes: dict = field(default_factory=dict)
-    decoded: Any = None  # the answer as decoded, before normalisation: what the next steps learn from
+_ANSWERED = "answered"
+_HOLD_GRACE_S = 0.1  # how long a request a broker may hold is given before the next step goes
 
 
 @dataclass(slots=True)
@@ -66,7 +52,8 @@ class Divergence:
 class CaseResult:
     case_id: str
     ops: list[Operation]
-    exchanges: list[tuple[Exchange, Exchange]] = field(default_factory=list)
+    exchanges: list[tuple[Exchange, Exchange]] = field(default_factory=list)  # in the order compared
+    exchanged_ops: list[int] = field(default_factory=list)  # the operation of each of ``exchanges``
     divergences: list[Divergence] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (op index, why)
     sightings: list[tuple[int, int, Sighting]] = field(default_factory=list)  # (op index, version, cause)
@@ -80,34 +67,16 @@ class CaseResult:
         return {d.signature for d in self.divergences}
 
 
-class _Link:
-    """One raw connection to a target, reopened when the target closes it."""
+@dataclass(slots=True)
+class _InFlight:
+    """An operation sent to both targets whose answers are not compared yet."""
 
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self.client: RawClient | None = None
-
-    async def client_for(self) -> RawClient:
-        if self.client is None or self.client.closed:
-            host, port = parse_bootstrap(self.target.bootstrap)[0]
-            self.client = await RawClient.connect(
-                host, port, client_id="kconform-diff", timeout=_REPLY_TIMEOUT
-            )
-        return self.client
-
-    async def close(self) -> None:
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
-
-
-@functools.cache
-def _header_size(api_key: int, version: int, client_id: str | None) -> int:
-    """Bytes of a request header (its correlation id is fixed-size, so any one will do)."""
-    header = RequestHeader(
-        request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=client_id
-    )
-    return len(header.encode(api_schema(api_key).request_header_version(version)))
+    index: int
+    op: Operation
+    version: int
+    shape: str
+    channel: Hashable | None
+    answers: list  # per side: a task giving its Exchange
 
 
 class DiffEngine:
@@ -115,17 +84,17 @@ class DiffEngine:
         self.a, self.b = a, b
         self.traces = traces
         self.shared, self.skipped_pairs = common_versions(a.api_versions(), b.api_versions())
-        self._links = (_Link(a), _Link(b))
+        self._links = (Link(a), Link(b))
+        self._member_links: dict[tuple[int, Hashable], Link] = {}  # (side, channel) -> its connection
         self.operations_run = 0
         self.crashes: list[tuple[str, int, int, str]] = []  # (target, api key, version, its last words)
         self._prefix = ""
-        self.waiting_seconds = 0.0  # time spent waiting for the targets' answers
+        self.waiting_seconds = 0.0  # time spent waiting for the targets' answers (overlaps once)
+        self._waits, self._wait_started = 0, 0.0
         self.pairs_compared = 0
         self._warm = False
         self.configuration: dict[str, dict] = {}  # target name -> what its configuration decides
-        # The first side's answer to the operation in hand, kept so that the second side's answer, when
-        # it is the same bytes (two brokers that agree), is not decoded and normalised a second time.
-        self._first_answer: tuple[bytes, Any, Any, list[int]] | None = None
+        self._restarting = {a.name: asyncio.Lock(), b.name: asyncio.Lock()}
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         shared = self.shared.get(api_key)
@@ -144,186 +113,183 @@ class DiffEngine:
             self._warm = True
 
     async def run_case(
-        self, ops: list[Operation], case_id: str, namespace: str | None = None, *, until: str | None = None
+        self,
+        ops: list[Operation],
+        case_id: str,
+        namespace: str | None = None,
+        *,
+        until: str | None = None,
+        prepare: bool = True,
     ) -> CaseResult:
         """Run ``ops`` in order on both targets. Names (topics, groups) start with ``namespace`` (the
         case id by default): a namespace is used once, so no case meets another's topics or groups.
         With ``until`` (a cause id), stop once that cause shows: a replay asking whether it shows needs
-        nothing after it."""
-        await self.prepare()
+        nothing after it. ``prepare=False`` meets the targets as they are, coordinators not brought up."""
+        if prepare:
+            await self.prepare()
         ctx = Context(prefix=namespace or case_id)
         self._prefix = ctx.prefix
         result = CaseResult(case_id, list(ops))
-        for index, op in enumerate(ops):
-            shape = op.shape(ctx)
-            span = self.version_range(op.api_key)
-            if span is None:
-                if isinstance(op, CreateTopic) and op.partitions > 0:
-                    # Setting up, not comparing: create the topic however each target allows (the mock
-                    # cluster has no CreateTopics), so the steps after it meet the same topics.
-                    await self._create_by_side_door(op, ctx)
-                    ctx.created.setdefault(op.topic, op.partitions)
-                result.skipped.append(
-                    (index, f"{api_schema(op.api_key).name} has no version both targets offer")
-                )
-                continue
-            low, high = max(span[0], op.min_version), min(span[1], op.max_version)
-            if low > high:
-                result.skipped.append(
-                    (
-                        index,
-                        f"{api_schema(op.api_key).name} v{span[0]}-{span[1]} offered, "
-                        f"the operation needs v{op.min_version}-{op.max_version}",
-                    )
-                )
-                continue
-            version = op.version(low, high)
-            if op.names_topics_by_id(version):
-                await self._learn_topic_ids(ctx, op.topics(ctx))
-            # Most operations build one request for both; a step that carries ids each target gave
-            # out (a member id, a topic id) builds one per side.
-            per_side = getattr(op, "body_for", None)
-            bodies = (
-                [per_side(side, ctx, version) for side in "ab"] if per_side else [op.body(ctx, version)] * 2
-            )
-            try:  # encoded once here: the exchange sends these bytes
-                payloads = [body.encode(version) for body in bodies]
-            except EncodeError as exc:
-                result.skipped.append((index, f"not expressible at v{version}: {exc}"))
-                continue
-            pair = []
-            self._first_answer = None
-            for link, body, payload in zip(self._links, bodies, payloads, strict=True):
-                pair.append(await self._exchange(link, op, version, body, payload))
-            self.operations_run += 1
-            self.pairs_compared += 1
-            exchange_a, exchange_b = pair
-            for side, exchange in zip("ab", pair, strict=True):
-                if exchange.decoded is not None:  # ids this side gave out, for the steps after this one
-                    op.learn(side, ctx, exchange.decoded)
-            result.exchanges.append((exchange_a, exchange_b))
-            name = api_schema(op.api_key).name
-            found = []
-            if exchange_a.fate != exchange_b.fate:
-                found.append(Difference("<connection>", "fate", exchange_a.fate, exchange_b.fate))
-            elif exchange_a.fate == Fate.ANSWERED:
-                found = diff_trees(exchange_a.tree, exchange_b.tree)
-            for difference in found:
-                result.divergences.append(Divergence(index, signature(name, version, difference), difference))
-            tree_a, tree_b = exchange_a.tree, exchange_b.tree
-
-            def agreed_error(path: str, tree_a=tree_a, tree_b=tree_b) -> int:
-                code = error_beside(tree_a, path)
-                return code if code == error_beside(tree_b, path) else 0
-
-            result.sightings += [(index, version, s) for s in sightings(name, shape, found, agreed_error)]
-            if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
-                ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
-            self._trace(case_id, op, ctx, pair, found, name, version)
-            if until is not None and until in result.cause_ids:
-                break
+        held: list[_InFlight] = []  # sent, answers read after the next operation's
+        try:
+            for index, op in enumerate(ops):
+                channel = op.channel(ctx)
+                for earlier in [h for h in held if h.channel == channel]:  # answered first on it
+                    held.remove(earlier)
+                    if await self._compare(result, ctx, earlier, until):
+                        return result
+                flight = await self._send(result, ctx, index, op, channel)
+                if flight is None:
+                    continue
+                if op.may_wait(ctx):
+                    held.append(flight)
+                    continue
+                earlier_ones, held = held, []
+                for ready in (flight, *earlier_ones):
+                    if await self._compare(result, ctx, ready, until):
+                        return result
+            for earlier in held:
+                if await self._compare(result, ctx, earlier, until):
+                    return result
+            held = []
+        finally:
+            for flight in held:  # a replay that stopped early: nothing reads these answers
+                for task in flight.answers:
+                    task.cancel()
+                await asyncio.gather(*flight.answers, return_exceptions=True)
+            await self._close_member_links()
         return result
 
-    async def _exchange(self, link: _Link, op: Operation, version: int, body, payload: bytes) -> Exchange:
+    async def _send(self, result, ctx, index, op, channel) -> _InFlight | None:
+        """Send ``op`` to both targets (side a's request first, and on the wire before side b's), or
+        record why it cannot be sent."""
+        shape = op.shape(ctx)
+        span = self.version_range(op.api_key)
+        if span is None:
+            if isinstance(op, CreateTopic) and op.partitions > 0:
+                # Setting up, not comparing: create the topic however each target allows (the mock
+                # cluster has no CreateTopics), so the steps after it meet the same topics.
+                await self._create_by_side_door(op, ctx)
+                ctx.created.setdefault(op.topic, op.partitions)
+            result.skipped.append((index, f"{api_schema(op.api_key).name} has no version both targets offer"))
+            return None
+        low, high = max(span[0], op.min_version), min(span[1], op.max_version)
+        if low > high:
+            name = api_schema(op.api_key).name
+            needs = f"v{op.min_version}-{op.max_version}"
+            why = f"{name} v{span[0]}-{span[1]} offered, the operation needs {needs}"
+            result.skipped.append((index, why))
+            return None
+        version = op.version(low, high)
+        if op.names_topics_by_id(version):
+            await self._learn_topic_ids(ctx, op.topics(ctx))
+        # Most operations build one request for both; a step that carries ids each target gave out
+        # (a member id, a topic id) builds one per side.
+        per_side = getattr(op, "body_for", None)
+        bodies = [per_side(side, ctx, version) for side in "ab"] if per_side else [op.body(ctx, version)] * 2
+        try:  # encoded once here: the exchange sends these bytes
+            payloads = [body.encode(version) for body in bodies]
+        except EncodeError as exc:
+            result.skipped.append((index, f"not expressible at v{version}: {exc}"))
+            return None
+        first_answer: dict = {}
+        answers = []
+        for side, payload in enumerate(payloads):
+            link = await self._link(side, channel)
+            sent = asyncio.Event()
+            task = asyncio.ensure_future(self._exchange(link, op, version, payload, first_answer, sent))
+            await sent.wait()  # in order: side a's request, then side b's, then the next operation's
+            answers.append(task)
+        # Both targets work on the request at once: each meets the case's steps at the same pace (a
+        # target that holds a request does not age the other's sessions), and the wait is one. A
+        # request a broker may hold gets a moment: a target that answers it at once (a follower's sync
+        # answered before the leader's came) then does so before the next step, every time.
+        await asyncio.wait(answers, timeout=_HOLD_GRACE_S if op.may_wait(ctx) else None)
+        return _InFlight(index, op, version, shape, channel, answers)
+
+    async def _compare(self, result: CaseResult, ctx: Context, flight: _InFlight, until: str | None) -> bool:
+        """Read both answers of ``flight``, let the operation learn from them, compare them and record
+        what differs. True when ``until`` (a cause id) showed."""
+        index, op, version = flight.index, flight.op, flight.version
+        pair = [await task for task in flight.answers]
+        self.operations_run += 1
+        self.pairs_compared += 1
+        exchange_a, exchange_b = pair
+        for side, exchange in zip("ab", pair, strict=True):
+            if exchange.decoded is not None:  # ids this side gave out, for the steps after this one
+                op.learn(side, ctx, exchange.decoded)
+        op.ran(ctx)
+        result.exchanges.append((exchange_a, exchange_b))
+        result.exchanged_ops.append(index)
+        name = api_schema(op.api_key).name
+        found = []
+        if exchange_a.fate != exchange_b.fate:
+            found.append(Difference("<connection>", "fate", exchange_a.fate, exchange_b.fate))
+        elif exchange_a.fate == _ANSWERED:
+            found = diff_trees(exchange_a.tree, exchange_b.tree)
+        for difference in found:
+            result.divergences.append(Divergence(index, signature(name, version, difference), difference))
+        tree_a, tree_b = exchange_a.tree, exchange_b.tree
+
+        def agreed_error(path: str) -> int:
+            code = error_beside(tree_a, path)
+            return code if code == error_beside(tree_b, path) else 0
+
+        shown = sightings(name, flight.shape, found, agreed_error, answer_due=op.expects_response)
+        result.sightings += [(index, version, s) for s in shown]
+        if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
+            ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
+        ctx.auto_created.update(op.creates(version))
+        if _write_outcome(exchange_a) != _write_outcome(exchange_b):
+            ctx.diverged.update(op.writes(ctx))
+        self._trace(result.case_id, op, ctx, pair, found, name, version)
+        return until is not None and until in result.cause_ids
+
+    async def _link(self, side: int, channel: Hashable | None) -> Link:
+        if channel is None:
+            return self._links[side]
+        link = self._member_links.get((side, channel))
+        if link is None:
+            link = self._member_links[(side, channel)] = Link(self._links[side].target)
+        return link
+
+    async def _close_member_links(self) -> None:
+        links, self._member_links = list(self._member_links.values()), {}
+        for link in links:
+            await link.close()
+
+    async def _exchange(
+        self, link: Link, op: Operation, version: int, payload: bytes, first_answer: dict, sent: asyncio.Event
+    ) -> Exchange:
         try:
-            exchange = await self._exchange_once(link, op, version, body, payload)
+            exchange = await exchange_once(
+                link,
+                op,
+                version,
+                payload,
+                prefix=self._prefix,
+                waiting=self._waiting,
+                first_answer=first_answer,
+                sent=sent,
+            )
         except (OSError, TimeoutError):  # could not even connect
             exchange = Exchange(link.target.name, op.api_key, version, "closed", None)
-        if exchange.fate in ("closed", "timeout", "undecodable", "answered") and not link.target.alive():
-            # The target died on this request: that is the outcome. Bring it back for the next one.
-            exchange.fate = "crashed"
-            exchange.notes["crash"] = link.target.crash_report()
-            self.crashes.append((link.target.name, op.api_key, version, exchange.notes["crash"]))
-            await link.close()
-            await asyncio.to_thread(link.target.restart)  # a restart waits on the target: off the loop
-            self._warm = False  # it came back empty: the next case brings its coordinators up again
+        finally:
+            sent.set()
+        target = link.target
+        if exchange.fate in ("closed", "timeout", "undecodable", _ANSWERED) and not target.alive():
+            async with self._restarting[target.name]:  # two answers in flight may both meet the end
+                if not target.alive():
+                    # The target died on this request: that is the outcome. Bring it back.
+                    exchange.fate = "crashed"
+                    exchange.notes["crash"] = target.crash_report()
+                    self.crashes.append((target.name, op.api_key, version, exchange.notes["crash"]))
+                    for other in (*self._links, *self._member_links.values()):
+                        if other.target is target:
+                            await other.close()
+                    await asyncio.to_thread(target.restart)  # a restart waits on the target: off the loop
+                    self._warm = False  # it came back empty: the next case brings its coordinators up
         return exchange
-
-    async def _exchange_once(
-        self, link: _Link, op: Operation, version: int, body, payload: bytes
-    ) -> Exchange:
-        with self._waiting():  # connecting, when the link has no connection
-            client = await link.client_for()
-        frame_size = 4 + _header_size(op.api_key, version, client.client_id) + len(payload)
-        started = time.perf_counter()
-        if not op.expects_response:
-            correlation_id = await client.send(op.api_key, version, body, expect_response=False)
-            fate = await self._probe(link, client)
-            # A target that answers such a request may answer it after the probe (a loaded mock does):
-            # a fresh connection keeps that late answer from being taken for the next request's.
-            await link.close()
-            return Exchange(link.target.name, op.api_key, version, fate, None, correlation_id, frame_size)
-        with self._waiting():  # the socket write is the wire's time, not the harness's
-            await client.send_raw(op.api_key, version, payload)  # kept raw: decoded leniently below
-        try:
-            reply = await self._receive(client)
-        except Exception:  # noqa: BLE001 - an answer out of order is an outcome too
-            await link.close()
-            return Exchange(
-                link.target.name, op.api_key, version, "undecodable", None, request_bytes=frame_size
-            )
-        latency = int((time.perf_counter() - started) * 1e6)
-        if not reply.answered:
-            await link.close()  # a silent or closed connection cannot be reused in order
-            return Exchange(
-                link.target.name,
-                op.api_key,
-                version,
-                str(reply.fate),
-                None,
-                reply.correlation_id,
-                frame_size,
-                0,
-                latency,
-            )
-        after_id = bytes(reply.frame[4:])  # correlation ids are each connection's own
-        first = self._first_answer
-        if first is not None and first[0] == after_id:
-            _, decoded, tree, codes = first
-            return self._answered(link, op, version, reply, frame_size, latency, decoded, tree, codes)
-        try:
-            _, decoded, rest = decode_response_lenient(reply.frame, op.api_key, version)
-        except DecodeError as exc:
-            await link.close()
-            return Exchange(
-                link.target.name,
-                op.api_key,
-                version,
-                "undecodable",
-                None,
-                reply.correlation_id,
-                frame_size,
-                len(reply.frame) + 4,
-                latency,
-                notes={"decode_error": str(exc)},
-            )
-        tree = to_tree(decoded)
-        listed = op.own_entries(version)
-        if listed is not None:  # an answer listing everything the broker has: only this case's own
-            path, key = listed
-            prefix = f"{self._prefix}-"
-            tree[path] = [e for e in tree.get(path) or [] if (e.get(key) or "").startswith(prefix)]
-        tree = normalise(op.api_key, tree)
-        if rest:  # bytes after the message: Kafka's parsers ignore them, a conformance check does not
-            tree["<trailing bytes>"] = len(rest)
-        codes = _error_codes(tree)
-        self._first_answer = (after_id, decoded, tree, codes)
-        return self._answered(link, op, version, reply, frame_size, latency, decoded, tree, codes)
-
-    def _answered(self, link, op, version, reply, frame_size, latency, decoded, tree, codes) -> Exchange:
-        return Exchange(
-            link.target.name,
-            op.api_key,
-            version,
-            str(reply.fate),
-            tree,
-            reply.correlation_id,
-            frame_size,
-            len(reply.frame) + 4,
-            latency,
-            codes,
-            decoded=decoded,
-        )
 
     async def _warm_up(self) -> None:
         """Bring each target's group and transaction coordinators up before the first case, as a
@@ -400,41 +366,25 @@ class DiffEngine:
             except Exception:  # noqa: BLE001 - an existing topic, or a refusal: the steps after it will tell
                 pass
 
-    async def _call(self, link: _Link, api_key: int, version: int, request):
+    async def _call(self, link: Link, api_key: int, version: int, request):
         """A request of the engine's own (set-up, not compared), on the link's connection."""
         with self._waiting():
             client = await link.client_for()
             return await client.call(api_key, version, request)
 
-    async def _receive(self, client: RawClient):
-        with self._waiting():
-            return await client.receive(_REPLY_TIMEOUT)
-
     @contextlib.contextmanager
     def _waiting(self):
         """Time spent on the targets and the wire (sending, answers, connections, set-up), not the
-        harness's own."""
-        started = time.perf_counter()
+        harness's own. Waits that overlap (an answer held while the next operation runs) count once."""
+        if self._waits == 0:
+            self._wait_started = time.perf_counter()
+        self._waits += 1
         try:
             yield
         finally:
-            self.waiting_seconds += time.perf_counter() - started
-
-    async def _probe(self, link: _Link, client: RawClient) -> str:
-        """After a request that must get no answer (Produce with acks=0), what did the target do? An
-        ApiVersions v0 probe tells, in order: its own answer ("no_response", as Kafka), an answer to
-        the earlier request first ("answered"), or a closed connection ("closed", what Kafka does when
-        an acks=0 produce fails)."""
-        await client.send_raw(_API_VERSIONS, 0, b"")
-        try:
-            reply = await self._receive(client)
-        except UnexpectedReply:
-            await link.close()
-            return "answered"
-        if not reply.answered:
-            await link.close()
-            return str(reply.fate)
-        return "no_response"
+            self._waits -= 1
+            if self._waits == 0:
+                self.waiting_seconds += time.perf_counter() - self._wait_started
 
     def _trace(self, case_id, op, ctx, pair, found, name, version) -> None:
         if self.traces is None:
@@ -466,23 +416,15 @@ class DiffEngine:
             )
 
     async def close(self) -> None:
+        await self._close_member_links()
         for link in self._links:
             await link.close()
 
 
-def _error_codes(tree: Any) -> list[int]:
-    out: list[int] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key.endswith("error_code") and isinstance(value, int):
-                    out.append(value)
-                elif isinstance(value, dict | list):
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(tree)
-    return out
+def _write_outcome(exchange: Exchange):
+    """What a write did, as far as its answer tells: taken (answered without an error, or no answer
+    where none is due), else the fate and the errors."""
+    errors = sorted({code for code in exchange.error_codes if code})
+    if exchange.fate in (_ANSWERED, "no_response") and not errors:
+        return "taken"
+    return exchange.fate, errors

@@ -8,10 +8,8 @@ fixed, so the only differences left are the targets' own."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from uuid import UUID
+from dataclasses import dataclass
 
-from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.messages import (
     CreateTopicsRequest,
     DeleteRecordsRequest,
@@ -25,6 +23,17 @@ from kconform.codecs.messages import (
     ProduceRequest,
 )
 from kconform.codecs.records import Record, encode_batch
+
+from .context import (
+    AFTER_A_DIFFERING_WRITE,
+    Context,
+    epoch_shape,
+    has_members,
+    log_end_appended,
+    log_end_shape,
+    offset_shape,
+    topic_shape,
+)
 
 __all__ = [
     "CreateTopic",
@@ -49,29 +58,6 @@ TOPIC_IDS_FROM = {0: 13, 1: 13, 8: 10, 9: 10}
 
 
 @dataclass(frozen=True)
-class Context:
-    prefix: str
-    ids: dict = field(default_factory=dict, compare=False)  # (side, topic name) -> that side's id
-    # topic index -> its partition count (None: the broker's default), for topics this case created
-    created: dict = field(default_factory=dict, compare=False)
-    # what each side gave out, by (side, what, index...): member ids, generations, producer ids, sequences
-    state: dict = field(default_factory=dict, compare=False)
-
-    def topic(self, index: int) -> str:
-        return f"{self.prefix}-t{index}"
-
-    def topic_id(self, side: str, index: int) -> UUID:
-        """The id side ``a`` or ``b`` gave topic ``index`` (the zero id where it has none)."""
-        return self.ids.get((side, self.topic(index)), ZERO_UUID)
-
-    def group(self, index: int) -> str:
-        return f"{self.prefix}-g{index}"
-
-    def transactional_id(self, index: int) -> str:
-        return f"{self.prefix}-x{index}"
-
-
-@dataclass(frozen=True)
 class Operation:
     """``api_key`` is the request the operation sends; ``version_pick`` chooses among the versions
     both targets offer (an index taken modulo their number, so a case replays on any pair)."""
@@ -90,6 +76,16 @@ class Operation:
         answer's list and the key naming each entry, so only this case's own entries are compared."""
         return None
 
+    def channel(self, ctx: Context):
+        """The connection the request goes on: None for the case's own, else a key naming another one
+        (a classic group member's: a broker answers its held requests in order per connection)."""
+        return None
+
+    def may_wait(self, ctx: Context) -> bool:
+        """Whether a broker may hold this request until another one of the case comes (a JoinGroup
+        waiting for the other members to rejoin): its answer is then read after the next operation's."""
+        return False
+
     def names_topics_by_id(self, version: int) -> bool:
         return version >= TOPIC_IDS_FROM.get(self.api_key, 1 << 15)
 
@@ -98,6 +94,9 @@ class Operation:
 
     def learn(self, side: str, ctx: Context, answer) -> None:
         """Keep what ``side``'s answer gave out (a member id, a producer id) for the steps after."""
+
+    def ran(self, ctx: Context) -> None:
+        """Keep what the step did whatever came back (a write no answer tells about)."""
 
     def topics(self, ctx: Context) -> list[str]:
         return []
@@ -115,30 +114,23 @@ class Operation:
 
     def shape(self, ctx: Context) -> str:
         """What kind of request this is, in the terms that decide a broker's answer (an unknown topic, a
-        partition out of range, acks=0): differences with the same shape and values share a cause."""
-        return f"{type(self).__name__}({','.join(self._shape_parts(ctx))})"
+        partition out of range, acks=0): differences with the same shape and values share a cause. A
+        request naming a topic an earlier write left different on the two targets says so last."""
+        parts = self._shape_parts(ctx)
+        if getattr(self, "topic", None) in ctx.diverged:
+            parts = [*parts, AFTER_A_DIFFERING_WRITE]
+        return f"{type(self).__name__}({','.join(parts)})"
+
+    def writes(self, ctx: Context) -> tuple[int, ...]:
+        """The topic indexes this request changes (records, partitions, the topic itself)."""
+        return ()
+
+    def creates(self, version: int) -> tuple[int, ...]:
+        """The topic indexes this request at ``version`` asks the broker to create as a side effect."""
+        return ()
 
     def _shape_parts(self, ctx: Context) -> list[str]:
         return []
-
-
-def _topic_shape(ctx: Context, topic: int, partition: int | None = None) -> list[str]:
-    if topic not in ctx.created:
-        return ["unknown topic"]
-    count = ctx.created[topic]
-    if partition is None or count is None:
-        return []
-    if partition < 0:
-        return ["negative partition"]
-    return [] if partition < count else ["partition out of range"]
-
-
-def _offset_shape(offset: int) -> list[str]:
-    return ["offset -1"] if offset == -1 else ["huge offset"] if offset >= 1 << 31 else []
-
-
-def _epoch_shape(epoch: int) -> list[str]:
-    return [] if epoch == -1 else [f"leader epoch {epoch}"]
 
 
 class PerSide:
@@ -173,6 +165,9 @@ class CreateTopic(Operation):
     partitions: int = 1
     api_key = 19
 
+    def writes(self, ctx):
+        return (self.topic,)
+
     def body(self, ctx, version):
         topic = CreateTopicsRequest.CreatableTopic(
             name=ctx.topic(self.topic), num_partitions=self.partitions, replication_factor=1
@@ -196,6 +191,16 @@ class Produce(_NamesTopicsById, Operation):
     acks: int = -1
     corrupt: bool = False  # flip a byte inside the batch after its CRC was computed
     api_key = 0
+
+    def writes(self, ctx):
+        return (self.topic,)
+
+    def learn(self, side, ctx, answer):
+        log_end_appended(side, ctx, self.topic, self.partition, answer, len(self.values))
+
+    def ran(self, ctx):
+        if self.acks == 0:  # nothing says whether it was written
+            ctx.state[("a", "log end", self.topic, self.partition)] = None
 
     def _topic_entry(self, body):
         return body.topic_data[0]
@@ -230,7 +235,7 @@ class Produce(_NamesTopicsById, Operation):
         parts = [f"acks={self.acks}"] if self.acks != -1 else []
         parts += ["corrupt"] if self.corrupt else []
         parts += ["no records"] if not self.values else []
-        return parts + _topic_shape(ctx, self.topic, self.partition)
+        return parts + topic_shape(ctx, self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -270,8 +275,9 @@ class Fetch(_NamesTopicsById, Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        parts = _topic_shape(ctx, self.topic, self.partition) + _offset_shape(self.offset)
-        return parts + _epoch_shape(self.leader_epoch) + (["tiny max bytes"] if self.max_bytes < 1000 else [])
+        parts = topic_shape(ctx, self.topic, self.partition) + offset_shape(self.offset)
+        parts += log_end_shape(ctx, self.topic, self.partition, self.offset)
+        return parts + epoch_shape(self.leader_epoch) + (["tiny max bytes"] if self.max_bytes < 1000 else [])
 
 
 @dataclass(frozen=True)
@@ -298,7 +304,7 @@ class ListOffsets(Operation):
     def _shape_parts(self, ctx):
         special = {-1: "latest", -2: "earliest", -3: "max timestamp", -4: "local start", -5: "tiered"}
         moment = special.get(self.timestamp, "by time")
-        return [moment, *_topic_shape(ctx, self.topic, self.partition), *_epoch_shape(self.leader_epoch)]
+        return [moment, *topic_shape(ctx, self.topic, self.partition), *epoch_shape(self.leader_epoch)]
 
 
 @dataclass(frozen=True)
@@ -326,7 +332,7 @@ class OffsetForLeaderEpoch(Operation):
     def _shape_parts(self, ctx):
         asked = {-1: ["no epoch asked"], 0: []}.get(self.leader_epoch, ["a later epoch asked"])
         current = [] if self.current_epoch == -1 else [f"current epoch {self.current_epoch}"]
-        return [*asked, *_topic_shape(ctx, self.topic, self.partition), *current]
+        return [*asked, *topic_shape(ctx, self.topic, self.partition), *current]
 
 
 @dataclass(frozen=True)
@@ -350,11 +356,17 @@ class Metadata(Operation):
     def topics(self, ctx):
         return [ctx.topic(t) for t in self.topic_list]
 
+    def creates(self, version):
+        return self.topic_list if version < 4 and not (self.all_topics and version >= 1) else ()
+
     def _shape_parts(self, ctx):
         if self.all_topics:
             return ["all topics"]
         parts = ["no topics"] if not self.topic_list else []
-        parts += ["unknown topic"] if any(t not in ctx.created for t in self.topic_list) else []
+        unknown = [t for t in self.topic_list if t not in ctx.created]
+        if unknown:
+            auto = all(t in ctx.auto_created for t in unknown)
+            parts.append("auto-created topic" if auto else "unknown topic")
         return parts + (["a topic named twice"] if len(set(self.topic_list)) < len(self.topic_list) else [])
 
 
@@ -365,6 +377,9 @@ class DeleteRecords(Operation):
     offset: int = 0
     api_key = 21
 
+    def writes(self, ctx):
+        return (self.topic,)
+
     def body(self, ctx, version):
         part = DeleteRecordsRequest.DeleteRecordsPartition(partition_index=self.partition, offset=self.offset)
         topic = DeleteRecordsRequest.DeleteRecordsTopic(name=ctx.topic(self.topic), partitions=[part])
@@ -374,7 +389,7 @@ class DeleteRecords(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic, self.partition) + _offset_shape(self.offset)
+        return topic_shape(ctx, self.topic, self.partition) + offset_shape(self.offset)
 
 
 @dataclass(frozen=True)
@@ -426,7 +441,8 @@ class OffsetCommit(_NamesTopicsById, Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic, self.partition) + _offset_shape(self.offset)
+        parts = topic_shape(ctx, self.topic, self.partition) + offset_shape(self.offset)
+        return parts + (["into a group with members"] if has_members(ctx, self.group) else [])
 
 
 @dataclass(frozen=True)
@@ -455,4 +471,4 @@ class OffsetFetch(_NamesTopicsById, Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic, self.partition)
+        return topic_shape(ctx, self.topic, self.partition)

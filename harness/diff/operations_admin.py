@@ -15,7 +15,8 @@ from kconform.codecs.messages import (
     IncrementalAlterConfigsRequest,
 )
 
-from .operations import Operation, _topic_shape
+from .context import topic_shape
+from .operations import Operation
 
 __all__ = [
     "AlterConfigs",
@@ -38,6 +39,9 @@ class DeleteTopic(Operation):
     topic: int = 0
     api_key = 20
 
+    def writes(self, ctx):
+        return (self.topic,)
+
     def body(self, ctx, version):
         name = ctx.topic(self.topic)
         if version >= 6:
@@ -54,7 +58,7 @@ class DeleteTopic(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic)
+        return topic_shape(ctx, self.topic)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ class CreatePartitions(Operation):
     count: int = 3
     validate_only: bool = False
     api_key = 37
+
+    def writes(self, ctx):
+        return (self.topic,)
 
     def body(self, ctx, version):
         topic = CreatePartitionsRequest.CreatePartitionsTopic(
@@ -74,7 +81,7 @@ class CreatePartitions(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        parts = _topic_shape(ctx, self.topic)
+        parts = topic_shape(ctx, self.topic)
         count = ctx.created.get(self.topic)
         if count is not None:
             parts += ["fewer"] if self.count < count else ["same"] if self.count == count else ["more"]
@@ -100,7 +107,7 @@ class DescribeConfigs(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic)
+        return topic_shape(ctx, self.topic)
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ class AlterConfigs(Operation):
 
     def _shape_parts(self, ctx):
         name = CONFIG_NAMES[self.config % len(CONFIG_NAMES)]
-        return _topic_shape(ctx, self.topic) + [f"{name}={CONFIG_VALUES[self.value % len(CONFIG_VALUES)]}"]
+        return topic_shape(ctx, self.topic) + [f"{name}={CONFIG_VALUES[self.value % len(CONFIG_VALUES)]}"]
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ class IncrementalAlterConfigs(Operation):
     def _shape_parts(self, ctx):
         name = CONFIG_NAMES[self.config % len(CONFIG_NAMES)]
         verb = ("set", "delete", "append", "subtract")[self.operation % 4]
-        return _topic_shape(ctx, self.topic) + [
+        return topic_shape(ctx, self.topic) + [
             f"{verb} {name}={CONFIG_VALUES[self.value % len(CONFIG_VALUES)]}"
         ]
 
@@ -181,4 +188,4 @@ class DescribeLogDirs(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic)
+        return topic_shape(ctx, self.topic)

@@ -26,7 +26,8 @@ from kconform.codecs.messages import (
     SyncGroupRequest,
 )
 
-from .operations import Context, Operation, PerSide, _topic_shape
+from .context import Context, topic_shape
+from .operations import Operation, PerSide
 
 __all__ = [
     "ConsumerGroupDescribe",
@@ -64,8 +65,23 @@ def _in_a_consumer_group(ctx: Context, group: int) -> bool:
     return any(key[:3] == ("a", "member848", group) for key in ctx.state)
 
 
+def _others_joined(ctx: Context, group: int, member: int) -> bool:
+    """Whether another classic member of the case holds an id in ``group`` (on side a)."""
+    return any(
+        key[:3] == ("a", "member", group) and key[3] != member and value for key, value in ctx.state.items()
+    )
+
+
+class _ClassicMember:
+    """A classic member's requests go on a connection of its own, as each consumer has one to its
+    coordinator: a member's held JoinGroup does not hold up another member's requests."""
+
+    def channel(self, ctx):
+        return ("member", self.group, self.member)
+
+
 @dataclass(frozen=True)
-class JoinGroup(PerSide, Operation):
+class JoinGroup(_ClassicMember, PerSide, Operation):
     group: int = 0
     member: int = 0
     protocol: str = "range"
@@ -83,6 +99,10 @@ class JoinGroup(PerSide, Operation):
             ],
         )
 
+    def may_wait(self, ctx):
+        # Kafka holds a join while other members are due to rejoin (up to the rebalance timeout)
+        return _others_joined(ctx, self.group, self.member)
+
     def learn(self, side, ctx, answer):
         if answer.member_id:  # also from MEMBER_ID_REQUIRED (79): the id to join with next
             ctx.state[(side, "member", self.group, self.member)] = answer.member_id
@@ -90,6 +110,7 @@ class JoinGroup(PerSide, Operation):
             ctx.state[(side, "generation", self.group)] = answer.generation_id
             ctx.state[(side, "members", self.group)] = [m.member_id for m in answer.members]
             ctx.state[(side, "protocol", self.group)] = answer.protocol_name
+            ctx.state[(side, "leader", self.group)] = answer.leader
 
     def _shape_parts(self, ctx):
         parts = [] if _member(ctx, "a", self.group, self.member) else ["new member"]
@@ -97,7 +118,7 @@ class JoinGroup(PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class SyncGroup(PerSide, Operation):
+class SyncGroup(_ClassicMember, PerSide, Operation):
     group: int = 0
     member: int = 0
     assign: bool = True  # the leader hands out assignments (followers send none)
@@ -118,12 +139,17 @@ class SyncGroup(PerSide, Operation):
             ],
         )
 
+    def may_wait(self, ctx):
+        # a follower's sync is held until the leader's brings the assignments (GroupCoordinator)
+        member_id = _member(ctx, "a", self.group, self.member)
+        return bool(member_id) and ctx.state.get(("a", "leader", self.group)) not in (None, member_id)
+
     def _shape_parts(self, ctx):
         return ["with assignments"] if self.assign else []
 
 
 @dataclass(frozen=True)
-class Heartbeat(PerSide, Operation):
+class Heartbeat(_ClassicMember, PerSide, Operation):
     group: int = 0
     member: int = 0
     stale_generation: bool = False
@@ -143,7 +169,7 @@ class Heartbeat(PerSide, Operation):
 
 
 @dataclass(frozen=True)
-class LeaveGroup(PerSide, Operation):
+class LeaveGroup(_ClassicMember, PerSide, Operation):
     group: int = 0
     member: int = 0
     api_key = 13
@@ -214,7 +240,7 @@ class OffsetDelete(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic, self.partition)
+        return topic_shape(ctx, self.topic, self.partition)
 
 
 @dataclass(frozen=True)

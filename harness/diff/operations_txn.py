@@ -22,7 +22,8 @@ from kconform.codecs.messages import (
 )
 from kconform.codecs.records import Record, encode_batch
 
-from .operations import BASE_TIMESTAMP, Context, Operation, PerSide, _topic_shape
+from .context import Context, log_end_appended, topic_shape
+from .operations import BASE_TIMESTAMP, Operation, PerSide
 
 __all__ = [
     "AddOffsetsToTxn",
@@ -83,6 +84,9 @@ class ProducerProduce(PerSide, Operation):
     api_key = 0
     min_version = 3  # producer ids travel in v2 batches, which Produce carries from v3
 
+    def writes(self, ctx):
+        return (self.topic,)
+
     def body_for(self, side, ctx, version):
         producer_id, epoch = _producer(ctx, side, self.producer)
         sequence = ctx.state.get((side, "sequence", self.producer, self.topic, self.partition), 0)
@@ -109,6 +113,7 @@ class ProducerProduce(PerSide, Operation):
         if errors and errors[0] == 0 and not self.sequence_gap:
             key = (side, "sequence", self.producer, self.topic, self.partition)
             ctx.state[key] = ctx.state.get(key, 0) + len(self.values)
+        log_end_appended(side, ctx, self.topic, self.partition, answer, len(self.values))
 
     def topics(self, ctx):
         return [ctx.topic(self.topic)]
@@ -116,7 +121,7 @@ class ProducerProduce(PerSide, Operation):
     def _shape_parts(self, ctx):
         parts = ["transactional" if self.transactional else "idempotent"]
         parts += ["sequence gap"] if self.sequence_gap else []
-        return parts + _known(ctx, self.producer) + _topic_shape(ctx, self.topic, self.partition)
+        return parts + _known(ctx, self.producer) + topic_shape(ctx, self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,7 @@ class AddPartitionsToTxn(PerSide, Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _known(ctx, self.producer) + _topic_shape(ctx, self.topic, self.partition)
+        return _known(ctx, self.producer) + topic_shape(ctx, self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -199,7 +204,7 @@ class TxnOffsetCommit(PerSide, Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _known(ctx, self.producer) + _topic_shape(ctx, self.topic, self.partition)
+        return _known(ctx, self.producer) + topic_shape(ctx, self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,12 @@ class EndTxn(PerSide, Operation):
     producer: int = 0
     commit: bool = True
     api_key = 26
+
+    def ran(self, ctx):
+        ctx.state[("a", "log ends unknown")] = True  # markers, in partitions the case may not know of
+
+    def writes(self, ctx):
+        return (0, 1, 2)  # a marker in every partition of the transaction: any of the case's topics
 
     def body_for(self, side, ctx, version):
         producer_id, epoch = _producer(ctx, side, self.producer)
@@ -266,4 +277,4 @@ class DescribeProducers(Operation):
         return [ctx.topic(self.topic)]
 
     def _shape_parts(self, ctx):
-        return _topic_shape(ctx, self.topic, self.partition)
+        return topic_shape(ctx, self.topic, self.partition)

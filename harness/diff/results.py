@@ -111,8 +111,9 @@ class CampaignResult:
     configuration: dict[str, dict] = dataclasses.field(default_factory=dict)  # target name -> settings
 
     def count(self, record: dict) -> None:
-        """Add one journal record (a case run now, or one a resumed run finds done)."""
-        self.cases += 1
+        """Add one journal record (a case run now, or one a resumed run finds done). ``cases`` counts the
+        drawn cases, not the opening case."""
+        self.cases += not record.get("opening")
         self.operations += record["pairs"]
         self.pairs_compared += record["pairs"]
         self.skipped_operations += record["skipped"]

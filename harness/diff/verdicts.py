@@ -16,8 +16,9 @@ from importlib import resources
 from pathlib import Path
 
 from .causes import Cause, Facet
+from .context import AFTER_A_DIFFERING_WRITE
 
-__all__ = ["Rule", "judge", "load_rules", "news", "signature_matches"]
+__all__ = ["CONSEQUENCE", "Rule", "judge", "load_rules", "news", "signature_matches"]
 
 # Fates Kafka never shows, whatever the request: (what, evidence).
 _NEVER = {
@@ -31,6 +32,21 @@ _NEVER = {
         "clients/src/main/resources/common/message/*Response.json: Kafka writes every response with the "
         "serializer generated from its schema (e.g. MetadataResponseData.write)",
     ),
+}
+
+
+# The verdict on a cause seen only on topics an earlier write of its case left different on the two
+# targets (one took it, the other refused it): what they hold differs, so their answers may both be
+# Kafka's for what each holds. That write's own cause carries the verdict.
+CONSEQUENCE = {
+    "sides": [],
+    "deviates": [],
+    "rule": "after-a-differing-write",
+    "kafka": [],
+    "text": "a consequence: an earlier write in its case was taken by one target only, so the two hold "
+    "different records; the verdict is that write's own cause's",
+    "evidence": "harness/diff/engine.py: a write (Produce, DeleteRecords, EndTxn, topic changes) whose "
+    "errors or fate differ marks its topics; the stored case shows the write before this step",
 }
 
 
@@ -122,6 +138,10 @@ def judge(cause: Cause, rules: list[Rule], names: tuple[str, str]) -> dict:
     """The verdict on ``cause`` between targets named ``names`` (sides a and b): who deviates from
     Kafka, by which rule. ``sides`` lists the deviating sides ("a", "b"), ``deviates`` their names."""
     findings = []
+    shapes = [cause.shape] if cause.shape else sorted(cause.request_shapes)
+    crashed = any(f.kind == "fate" and v in _NEVER for f in cause.facets for v in (f.a_value, f.b_value))
+    if shapes and not crashed and all(AFTER_A_DIFFERING_WRITE in shape for shape in shapes):
+        return dict(CONSEQUENCE)
     for facet in cause.facets:
         values = (facet.a_value, facet.b_value)
         never = next((v for v in values if facet.kind == "fate" and v in _NEVER), None)

@@ -48,7 +48,8 @@ def test_a_killed_campaign_keeps_its_traces_and_resume_finishes_it(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["run_id"] == run_id and summary["cases"] == EXAMPLES
     journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
-    assert len(journal) == EXAMPLES and len({r["case"] for r in journal}) == EXAMPLES
+    drawn = [r for r in journal if not r.get("opening")]  # and the opening case, on the fresh targets
+    assert len(journal) == EXAMPLES + 1 and len({r["case"] for r in drawn}) == EXAMPLES
     rows_per_case = Counter(after["case_id"].to_pylist())
     # every case's rows are there exactly once (two rows a compared pair), none from a case run twice
     assert rows_per_case == Counter({r["case"]: 2 * r["pairs"] for r in journal if r["pairs"]})
