@@ -26,9 +26,11 @@ def shrink_case(
     *,
     deadline: float | None = None,
     max_replays: int = 200,
+    simplify: bool = True,
     clock: Callable[[], float] = time.monotonic,
 ) -> ShrinkResult:
-    """The smallest case found that still ``shows`` the cause (``case`` itself when none is smaller)."""
+    """The smallest case found that still ``shows`` the cause (``case`` itself when none is smaller).
+    ``simplify=False`` only drops operations, leaving the fields of those kept as they were."""
     replays = 0
 
     def still_shows(candidate: list) -> bool | None:
@@ -39,7 +41,7 @@ def shrink_case(
         return shows(candidate)
 
     current = list(case)
-    for step in (_drop_chunks, _simplify_fields):
+    for step in (_drop_chunks, _simplify_fields) if simplify else (_drop_chunks,):
         current, done = step(current, still_shows)
         if not done:
             return ShrinkResult(current, replays, False)

@@ -76,3 +76,10 @@ def test_shrinking_stops_at_its_budget_and_keeps_what_it_has():
     ticks = iter(range(100))
     timed = shrink_case(case, lambda c: True, deadline=2, clock=lambda: next(ticks))
     assert not timed.finished and timed.replays <= 3
+
+
+def test_shrinking_without_simplifying_drops_operations_and_keeps_fields():
+    case = _case(6)
+    wanted = case[2]
+    result = shrink_case(case, lambda candidate: wanted in candidate, simplify=False)
+    assert result.finished and result.case == [wanted]  # the same operation, its fields untouched
