@@ -189,7 +189,9 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
         shown_as = sorted(cause.signatures)[0]  # the signature the stored case shows, once replayed
         # A consequence of an earlier write one side refused is judged by that write's own cause: its
         # case is kept as first seen rather than shrunk (a third of a run's causes against the mock)
-        judged = judge(cause, rules, names)["rule"]
+        # judged from what the drawing saw of the cause (its facets and shapes), which shrinking keeps
+        cause.verdict = judge(cause, rules, names)
+        judged = cause.verdict["rule"]
         consequence = judged == CONSEQUENCE["rule"]
         if shrink and not consequence and (deadline is None or time.monotonic() < deadline):
             if cause.id in shown_by:
@@ -215,7 +217,6 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
                     shown_as = shown.facets[0].signature(shown.api_name, version)
                     case = case[: index + 1]  # nothing after the operation that shows it matters to it
         cause.stored_operations = len(case)
-        cause.verdict = judge(cause, rules, names)
         save_case(
             out / "cases" / f"{cause.case_file}.json",
             case,

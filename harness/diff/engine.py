@@ -195,7 +195,7 @@ class DiffEngine:
         first_answer: dict = {}
         answers = []
         for side, payload in enumerate(payloads):
-            link = await self._link(side, channel)
+            link = self._link(side, channel)
             sent = asyncio.Event()
             task = asyncio.ensure_future(self._exchange(link, op, version, payload, first_answer, sent))
             await sent.wait()  # in order: side a's request, then side b's, then the next operation's
@@ -240,12 +240,13 @@ class DiffEngine:
         if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
             ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
         ctx.auto_created.update(op.creates(version))
-        if _write_outcome(exchange_a) != _write_outcome(exchange_b):
-            ctx.diverged.update(op.writes(ctx))
+        written = op.writes(ctx)
+        if written and _write_outcome(exchange_a) != _write_outcome(exchange_b):
+            ctx.diverged.update(written)
         self._trace(result.case_id, op, ctx, pair, found, name, version)
         return until is not None and until in result.cause_ids
 
-    async def _link(self, side: int, channel: Hashable | None) -> Link:
+    def _link(self, side: int, channel: Hashable | None) -> Link:
         if channel is None:
             return self._links[side]
         link = self._member_links.get((side, channel))

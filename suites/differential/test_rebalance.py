@@ -17,7 +17,6 @@ import pytest
 
 from kconform.harness.diff import operations_groups as groups
 from kconform.harness.diff.engine import DiffEngine
-from kconform.harness.targets.reference import ReferenceTarget
 
 V = 5  # the version pick: JoinGroup v5, the first with group instance ids, at any target's range
 REBALANCE = [
@@ -35,15 +34,7 @@ REBALANCE = [
     groups.LeaveGroup(V, member=1),
     groups.Heartbeat(V, member=0),  # 12: REBALANCE_IN_PROGRESS
 ]
-REBALANCE_TIMEOUT_S = 1.0  # operations_groups._REBALANCE_TIMEOUT_MS
-
-
-@pytest.fixture(scope="module")
-def pair():
-    overrides = {"group.initial.rebalance.delay.ms": "0"}
-    a, b = ReferenceTarget("a", overrides=overrides), ReferenceTarget("b", overrides=overrides)
-    with a, b:
-        yield a, b
+REBALANCE_TIMEOUT_S = groups._REBALANCE_TIMEOUT_MS / 1000
 
 
 def run(a, b, case, case_id):

@@ -22,16 +22,6 @@ SETTINGS = settings(
 )
 
 
-@pytest.fixture(scope="module")
-def pair():
-    overrides = {"group.initial.rebalance.delay.ms": "0"}
-    from kconform.harness.targets.reference import ReferenceTarget
-
-    a, b = ReferenceTarget("a", overrides=overrides), ReferenceTarget("b", overrides=overrides)
-    with a, b:
-        yield a, b
-
-
 @pytest.fixture
 def engine(pair):
     loop = asyncio.new_event_loop()
