@@ -95,8 +95,7 @@ def run_campaign(
                     journal.write(json.dumps(opening) + "\n")
                     journal.flush()
                 result.count(opening)
-                for sighting in opening["sightings"]:
-                    first_cases.setdefault(sighting["key"], opening["operations"])
+                _first_cases(first_cases, opening)
             loop.run_until_complete(engine.prepare())
             for case, entries in drawn:
                 if stop_drawing is not None and time.monotonic() > stop_drawing:
@@ -116,8 +115,7 @@ def run_campaign(
                     if traces.rows_buffered >= _ROWS_PER_PART:
                         traces.flush()
                 result.count(record)
-                for sighting in record["sightings"]:
-                    first_cases.setdefault(sighting["key"], record["operations"])
+                _first_cases(first_cases, record)
                 if progress is not None:
                     progress(result.cases, examples, len(result.causes))
             traces.flush()
@@ -149,6 +147,12 @@ OPENING_CASE = [
     FindCoordinator(version_pick=3, group=0, key_type=0),
     FindCoordinator(version_pick=3, group=0, key_type=1),
 ]
+
+
+def _first_cases(first_cases: dict[str, list[dict]], record: dict) -> None:
+    """Note the case of each cause this record shows first, up to the operation that showed it."""
+    for sighting in record["sightings"]:
+        first_cases.setdefault(sighting["key"], record["operations"][: sighting["op"] + 1])
 
 
 def _opening_case(engine: DiffEngine, loop, case_id: str, done: dict, apis: set[int] | None) -> dict | None:
@@ -194,21 +198,36 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
         judged = cause.verdict["rule"]
         consequence = judged == CONSEQUENCE["rule"]
         if shrink and not consequence and (deadline is None or time.monotonic() < deadline):
+            last_showing: list = []  # (case, outcome) of the latest replay that showed the cause
+
+            def shows(candidate: list, key: str = cause.id, seen: list = last_showing) -> bool:
+                outcome = replay(candidate, until=key)
+                if key in outcome.cause_ids:
+                    seen[:] = [candidate, outcome]
+                return key in outcome.cause_ids
+
+            # The case ends with the operation that showed the cause; most causes need nothing
+            # before it, so that operation alone is tried first (one replay, instead of one per
+            # halving), and the whole case only when it does not show the cause alone.
             if cause.id in shown_by:
                 case, cause.reproduced = shown_by[cause.id], True
+            elif len(case) > 1 and shows(case[-1:]):
+                case, cause.reproduced = case[-1:], True
             else:
-                cause.reproduced = cause.id in replay(case, until=cause.id).cause_ids
+                cause.reproduced = shows(case)
             if cause.reproduced:  # a cause its own case cannot show again cannot be shrunk either
                 found = shrink_case(
                     case,
-                    lambda c, key=cause.id: key in replay(c, until=key).cause_ids,
+                    shows,
                     deadline=deadline,
                     # a crash's case is what kills the target: every replay restarts it, and the
                     # fields of the steps left are the request that killed it, as drawn
                     simplify=judged != "crashed",
                 )
                 case, cause.shrunk = found.case, found.finished
-                again = replay(case)  # the example comes from the stored case itself
+                # the example comes from the stored case's own replay: the latest showing one when
+                # it replayed exactly that case
+                again = last_showing[1] if last_showing and last_showing[0] == case else replay(case)
                 sighting = next(((i, v, s) for i, v, s in again.sightings if s.key == cause.id), None)
                 cause.reproduced = sighting is not None
                 if sighting is not None:

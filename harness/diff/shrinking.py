@@ -1,8 +1,8 @@
 """Shrinking one cause's case to a minimal one: a greedy search over the stored operations themselves,
 not a re-run of the whole campaign. Chunks of operations are dropped (halves, then quarters, down to
-single operations), then each remaining operation's fields are moved towards simpler values; a change
-is kept whenever the smaller case still shows the cause. Pure over ``shows`` (a replay in a namespace of
-its own), so it is tested without a broker."""
+single operations), then each remaining operation's fields are moved towards simpler values (all of an
+operation's at once, then one at a time); a change is kept whenever the smaller case still shows the
+cause. Pure over ``shows`` (a replay in a namespace of its own), so it is tested without a broker."""
 
 from __future__ import annotations
 
@@ -70,14 +70,20 @@ def _drop_chunks(case: list, still_shows) -> tuple[list, bool]:
 
 def _simplify_fields(case: list, still_shows) -> tuple[list, bool]:
     for index in range(len(case)):
-        for name, simpler in _simpler_values(case[index]):
+        simpler = _simpler_values(case[index])
+        # Every field of the operation at once first: most fields do not matter to a cause, so one
+        # replay usually settles the whole operation; one field at a time only when that fails.
+        tries = ([dict(simpler)] if len(simpler) > 1 else []) + [{name: value} for name, value in simpler]
+        for changes in tries:
             candidate = list(case)
-            candidate[index] = dataclasses.replace(case[index], **{name: simpler})
+            candidate[index] = dataclasses.replace(case[index], **changes)
             verdict = still_shows(candidate)
             if verdict is None:
                 return case, False
             if verdict:
                 case = candidate
+                if len(changes) > 1:
+                    break
     return case, True
 
 

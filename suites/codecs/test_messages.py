@@ -72,12 +72,12 @@ def test_round_trip(pair, data):
 def test_every_truncation_is_a_decode_error(pair, data):
     cls, version = pair
     encoded = data.draw(message(cls, version)).encode(version)
-    # every cut of a short message; of a long one (a value on a two-byte length prefix) the cuts near
-    # both ends and a drawn sample of the rest, since each decode runs up to its cut
+    # every cut of a short message; of a long one the cuts near both ends (the header, the first fields,
+    # the tagged fields) and a drawn sample of the middle, since each decode runs up to its cut
     cuts = range(len(encoded))
-    if len(encoded) > 2048:
-        sample = data.draw(st.lists(st.integers(512, len(encoded) - 513), max_size=128))
-        cuts = sorted({*range(512), *range(len(encoded) - 512, len(encoded)), *sample})
+    if len(encoded) > 256:
+        sample = data.draw(st.lists(st.integers(128, len(encoded) - 129), max_size=64))
+        cuts = sorted({*range(128), *range(len(encoded) - 128, len(encoded)), *sample})
     for cut in cuts:
         with pytest.raises(DecodeError) as info:
             cls.decode(encoded[:cut], version)

@@ -71,10 +71,15 @@ def test_shrinking_keeps_exactly_what_the_cause_needs(n, data):
 def test_shrinking_stops_at_its_budget_and_keeps_what_it_has():
     case = _case(10)
     calls = []
-    result = shrink_case(case, lambda c: calls.append(1) or True, max_replays=3)
+
+    def shows(candidate):  # the cause needs the first operation, so many replays are wanted
+        calls.append(1)
+        return case[0] in candidate
+
+    result = shrink_case(case, shows, max_replays=3)
     assert not result.finished and len(calls) == 3 and len(result.case) < len(case)
     ticks = iter(range(100))
-    timed = shrink_case(case, lambda c: True, deadline=2, clock=lambda: next(ticks))
+    timed = shrink_case(case, shows, deadline=2, clock=lambda: next(ticks))
     assert not timed.finished and timed.replays <= 3
 
 
@@ -83,3 +88,14 @@ def test_shrinking_without_simplifying_drops_operations_and_keeps_fields():
     wanted = case[2]
     result = shrink_case(case, lambda candidate: wanted in candidate, simplify=False)
     assert result.finished and result.case == [wanted]  # the same operation, its fields untouched
+
+
+def test_a_field_the_cause_needs_stays_and_the_others_still_simplify():
+    """Simplifying an operation's fields all at once fails when one of them matters; then they are
+    tried one at a time, and only the one that matters keeps its value."""
+    case = [ops.Produce(2, topic=1, values=(b"x", b"y"), acks=1)]
+    result = shrink_case(case, lambda candidate: candidate[0].acks == 1)
+    assert result.finished and result.case == [ops.Produce(2, topic=0, values=(b"x",), acks=1)]
+    all_at_once = shrink_case(case, lambda candidate: True)
+    assert all_at_once.case == [ops.Produce(2, topic=0, values=(b"x",), acks=0)]
+    assert all_at_once.replays == 1

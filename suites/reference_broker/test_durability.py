@@ -129,9 +129,10 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0)
 
 
 def produce_and_wait(
-    bootstrap: str, topic: str, items: list[tuple[int, bytes, bytes]]
+    bootstrap: str, topic: str, items: list[tuple[int, bytes, bytes]], *, batch: int = 0
 ) -> list[tuple[int, int]]:
-    """Produce (partition, key, value) items with acks=all, one flush; returns (partition, offset) each."""
+    """Produce (partition, key, value) items with acks=all, one flush (or one per ``batch`` items, so
+    each batch is a batch of its own in the log); returns (partition, offset) each."""
     from confluent_kafka import Producer
 
     producer = Producer({**CLIENT, "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
@@ -142,6 +143,8 @@ def produce_and_wait(
             results[i] = err if err is not None else (msg.partition(), msg.offset())
 
         producer.produce(topic, value=value, key=key, partition=partition, on_delivery=done)
+        if batch and (i + 1) % batch == 0:
+            assert producer.flush(30) == 0, "records still undelivered after 30s"
     assert producer.flush(30) == 0, "records still undelivered after 30s"
     failed = [r for r in results if not isinstance(r, tuple)]
     assert not failed, f"{len(failed)} records failed: {failed[:3]}"
@@ -399,10 +402,8 @@ def test_a_torn_tail_is_cut_at_the_last_whole_batch(tmp_path, brokers, how, tail
     broker = brokers.start(data)
     topic = "torn"
     create_topic(broker.bootstrap, topic, 1)
-    acked: list[tuple[int, int]] = []
-    for batch in range(10):  # ten batches of five records
-        items = [(0, key_of(batch * 5 + i), value_of(batch * 5 + i)) for i in range(5)]
-        acked += produce_and_wait(broker.bootstrap, topic, items)
+    items = [(0, key_of(seq), value_of(seq)) for seq in range(50)]
+    acked = produce_and_wait(broker.bootstrap, topic, items, batch=5)  # ten batches of five records
     assert [o for _, o in acked] == list(range(50))
     before = read_all(broker.bootstrap, topic, 1)[0]
     if how == "killed":

@@ -7,6 +7,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -98,13 +99,25 @@ def test_kafka_python(broker, codec):
         bootstrap_servers=broker.bootstrap,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        consumer_timeout_ms=10000,
     )
     consumer.assign([TopicPartition(topic, p) for p in range(2)])
-    got = [(m.key, m.value, m.partition, m.offset) for m in consumer]
+    got = _poll_all(consumer, len(sent))
     consumer.close()
     assert sorted((k, v) for k, v, _, _ in got) == sorted(sent)
     assert sorted((p, o) for _, _, p, o in got) == sorted((m.partition, m.offset) for m in metadata)
+
+
+def _poll_all(consumer, expected: int, timeout_s: float = 30.0, quiet_s: float = 1.0) -> list:
+    """(key, value, partition, offset) of what a kafka-python consumer reads: until ``expected`` records
+    came, then for ``quiet_s`` more (so a duplicate would show), or until ``timeout_s``."""
+    got: list = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=200).values():
+            got += [(m.key, m.value, m.partition, m.offset) for m in records]
+        if len(got) >= expected:
+            deadline = min(deadline, time.monotonic() + quiet_s)
+    return got
 
 
 @pytest.mark.parametrize("codec", CODECS)
