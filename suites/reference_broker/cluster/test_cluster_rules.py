@@ -58,9 +58,13 @@ def create(bootstrap: str, name: str, replicas: dict[int, list[int]], **configs:
 
 
 def state(bootstrap: str, name: str, partition: int = 0) -> tuple[int, list[int], int]:
-    """(leader, isr, error code) of one partition, from Metadata."""
+    """(leader, isr, error code) of one partition, from Metadata; (-1, [], the topic's error code) while
+    a topic just created is listed without its partitions."""
     client = admin(bootstrap)
-    meta = client.list_topics(name, timeout=10).topics[name].partitions[partition]
+    topic = client.list_topics(name, timeout=10).topics[name]
+    meta = topic.partitions.get(partition)
+    if meta is None:
+        return -1, [], topic.error.code() if topic.error else -1
     return meta.leader, sorted(meta.isrs), meta.error.code() if meta.error else 0
 
 

@@ -50,23 +50,47 @@ def prepare(cluster, topic: str) -> None:
     wait_for(lambda: len(describe(cluster.bootstrap, topic)[0][2]) == 3, 15, f"{topic}'s ISR complete")
 
 
-def kill_the_leader_soon(cluster, topic: str, after_s: float = 0.3) -> threading.Thread:
-    """SIGKILL the partition's leader a moment into the stream, and start it again 2.5 s later."""
+def kill_the_leader_soon(
+    cluster, topic: str, after_s: float = 0.3, once_written: int = 0
+) -> threading.Thread:
+    """SIGKILL the partition's leader a moment into the stream, and start it again 2.5 s later. With
+    ``once_written``, the moment is when the partition holds that many records: a client in a process of
+    its own may take longer than ``after_s`` to start, and a leader killed before it connects tests its
+    bootstrap, not its failover."""
 
     def strike() -> None:
         time.sleep(after_s)
+        if once_written:
+            written = f"{once_written} records in {topic}"
+            wait_for(lambda: _written(cluster, topic) >= once_written, 60, written)
         leader = describe(cluster.bootstrap, topic)[0][0]
         cluster.kill(leader)
         time.sleep(2.5)
         cluster.restart(leader)
+        thread.struck = True
 
     thread = threading.Thread(target=strike, daemon=True)
+    thread.struck = False
     thread.start()
     return thread
 
 
+def _written(cluster, topic: str) -> int:
+    """The high watermark of the topic's partition 0 (0 while it cannot be read)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kconform-watermarks"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5, cached=False)[1]
+    except KafkaException:
+        return 0
+    finally:
+        consumer.close()
+
+
 def settle(cluster, topic: str, striker: threading.Thread) -> None:
-    striker.join(30)
+    striker.join(90)
+    assert striker.struck, "the leader was not killed during the stream"
     wait_for(lambda: len(describe(cluster.bootstrap, topic)[0][2]) == 3, 30, f"{topic}'s ISR complete again")
 
 
@@ -246,9 +270,10 @@ GOPATH = "/usr/share/gocode"  # golang-github-shopify-sarama-dev installs sarama
 
 def _acked_and_read(run, cluster, topic: str, group: str) -> None:
     prepare(cluster, topic)
-    striker = kill_the_leader_soon(cluster, topic)
+    striker = kill_the_leader_soon(cluster, topic, once_written=10)
     produced = run("produce", cluster.bootstrap, topic, str(RECORDS))
     acked = {line.split(" ", 1)[1] for line in produced.stdout.splitlines() if line.startswith("acked ")}
+    assert len(acked) >= RECORDS * 0.9, f"{len(acked)} of {RECORDS} acknowledged:\n{produced.stderr[-2000:]}"
     settle(cluster, topic, striker)
     consumed = run("consume", cluster.bootstrap, topic, group, str(len(acked)))
     check(acked, [line.split(" ", 1)[1] for line in consumed.stdout.splitlines() if line.startswith("read ")])
