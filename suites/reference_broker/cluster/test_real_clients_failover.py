@@ -18,6 +18,7 @@ import pytest
 
 from kconform.reference_broker.cluster_processes import start_cluster
 
+from ..test_durability import watermarks
 from .test_failover import admin, describe, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.peer]
@@ -77,15 +78,12 @@ def kill_the_leader_soon(
 
 def _written(cluster, topic: str) -> int:
     """The high watermark of the topic's partition 0 (0 while it cannot be read)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException
 
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kconform-watermarks"})
     try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5, cached=False)[1]
+        return watermarks(cluster.bootstrap, topic, 1)[0][1]
     except KafkaException:
         return 0
-    finally:
-        consumer.close()
 
 
 def settle(cluster, topic: str, striker: threading.Thread) -> None:
