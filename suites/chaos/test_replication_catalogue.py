@@ -46,7 +46,10 @@ def run(name: str):
 @pytest.mark.parametrize("name", sorted(CATALOGUE))
 def test_replication_scenario_on_a_three_broker_cluster(name):
     result = run(name)
-    explained = json.dumps({k: v for k, v in result.to_json().items() if k != "anomalies"})
+    report = result.to_json()
+    # a violation shows with its stretch of history, so that one failed run can be read as it stands
+    report["anomalies"] = [a for a in report["anomalies"] if a["verdict"] == "violation"]
+    explained = json.dumps(report)
     assert result.verdict == "pass", explained
     assert all(event.ok for event in result.faults), explained
     assert result.stats.get(CATALOGUE[name].bites, 0) > 0, explained
