@@ -29,7 +29,7 @@ from .engine import CaseResult, DiffEngine
 from .operations import FindCoordinator
 from .results import CampaignResult, Found, case_record, example_of
 from .shrinking import shrink_case
-from .verdicts import CONSEQUENCE, Rule, judge, load_rules
+from .verdicts import CONSEQUENCE_RULES, Rule, judge, load_rules
 
 __all__ = [
     "OPERATIONS",
@@ -191,12 +191,13 @@ def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, dead
     for cause in sorted(result.causes.values(), key=lambda c: c.number):
         case = operations_from_json(first_cases[cause.id])
         shown_as = sorted(cause.signatures)[0]  # the signature the stored case shows, once replayed
-        # A consequence of an earlier write one side refused is judged by that write's own cause: its
-        # case is kept as first seen rather than shrunk (a third of a run's causes against the mock)
-        # judged from what the drawing saw of the cause (its facets and shapes), which shrinking keeps
+        # A consequence of an earlier step one side refused (or crashed on) is judged by that step's
+        # own cause: its case is kept as first seen rather than shrunk (a third of a run's causes
+        # against the mock), judged from what the drawing saw of the cause (its facets and shapes),
+        # which shrinking keeps
         cause.verdict = judge(cause, rules, names)
         judged = cause.verdict["rule"]
-        consequence = judged == CONSEQUENCE["rule"]
+        consequence = judged in CONSEQUENCE_RULES
         if shrink and not consequence and (deadline is None or time.monotonic() < deadline):
             last_showing: list = []  # (case, outcome) of the latest replay that showed the cause
 

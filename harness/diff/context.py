@@ -11,7 +11,10 @@ from uuid import UUID
 from kconform.codecs.constants import ZERO_UUID
 
 __all__ = [
+    "AFTER_A_CRASH",
     "AFTER_A_DIFFERING_WRITE",
+    "AFTER_ANOTHER_MEMBERS_DIFFERING_STEP",
+    "CONSEQUENCE_PARTS",
     "Context",
     "epoch_shape",
     "has_members",
@@ -22,6 +25,12 @@ __all__ = [
 ]
 
 AFTER_A_DIFFERING_WRITE = "after a differing write"
+# A target that crashed earlier in the case came back empty: what it answers after is the aftermath.
+AFTER_A_CRASH = "after a crash"
+# Another member's join, sync or leave was taken by one target only: the group's members differ.
+AFTER_ANOTHER_MEMBERS_DIFFERING_STEP = "after another member's differing step"
+# Shape parts that make a difference the consequence of an earlier one rather than a cause.
+CONSEQUENCE_PARTS = (AFTER_A_DIFFERING_WRITE, AFTER_A_CRASH, AFTER_ANOTHER_MEMBERS_DIFFERING_STEP)
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,13 @@ class Context:
     # topic indexes an earlier write of the case changed on one side only (the two answered it with
     # different errors or fates): what the targets hold there differs from then on
     diverged: set = field(default_factory=set, compare=False)
+    # (group index, member index) of classic members whose join, sync or leave the two targets took
+    # differently: the group's members differ from then on
+    diverged_members: set = field(default_factory=set, compare=False)
+    # (index, operation) of every step sent so far, in order
+    sent: list = field(default_factory=list, compare=False)
+    # the sides ("a", "b") that crashed on an earlier step of the case and came back empty
+    crashed: set = field(default_factory=set, compare=False)
     # topic indexes a step asked a broker to create on the fly (Metadata v0-3 naming them)
     auto_created: set = field(default_factory=set, compare=False)
 

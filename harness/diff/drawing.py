@@ -25,11 +25,8 @@ _values = st.lists(st.one_of(st.binary(max_size=20), st.none()), min_size=0, max
 _group = st.sampled_from([0, 0, 0, 1])
 _member = st.sampled_from([0, 0, 0, 1])  # KIP-848 members: heartbeats never wait for each other
 # Classic members have connections of their own, and a join held for the others to rejoin is answered
-# after the next step (harness/diff/engine.py), so two members rebalance as two consumers do
-# (suites/differential/test_rebalance.py); the campaigns still draw one member per classic group, as
-# the causes two members meet against the mock (who leads after a rejoin, which members a join lists)
-# await their verdicts.
-_classic_member = st.just(0)
+# after the next step (harness/diff/engine.py), so two members rebalance as two consumers do.
+_classic_member = st.sampled_from([0, 0, 0, 1])
 _producer = st.sampled_from([0, 0, 0, 1])
 _rare = st.sampled_from([False] * 7 + [True])
 _SETUP_FIRST = st.sampled_from([True, True, False])

@@ -77,6 +77,7 @@ class _InFlight:
     shape: str
     channel: Hashable | None
     answers: list  # per side: a task giving its Exchange
+    alongside: list = field(default_factory=list)  # operations still unanswered when this one was sent
 
 
 class DiffEngine:
@@ -141,6 +142,7 @@ class DiffEngine:
                 flight = await self._send(result, ctx, index, op, channel)
                 if flight is None:
                     continue
+                flight.alongside = [h.op for h in held]
                 if op.may_wait(ctx):
                     held.append(flight)
                     continue
@@ -205,6 +207,7 @@ class DiffEngine:
         # request a broker may hold gets a moment: a target that answers it at once (a follower's sync
         # answered before the leader's came) then does so before the next step, every time.
         await asyncio.wait(answers, timeout=_HOLD_GRACE_S if op.may_wait(ctx) else None)
+        ctx.sent.append((index, op))
         return _InFlight(index, op, version, shape, channel, answers)
 
     async def _compare(self, result: CaseResult, ctx: Context, flight: _InFlight, until: str | None) -> bool:
@@ -235,7 +238,10 @@ class DiffEngine:
             code = error_beside(tree_a, path)
             return code if code == error_beside(tree_b, path) else 0
 
-        shown = sightings(name, flight.shape, found, agreed_error, answer_due=op.expects_response)
+        # what happened while the request was held (who else joined) completes its shape
+        alongside = flight.alongside + [later for i, later in ctx.sent if i > index]
+        shape = _with_parts(flight.shape, op.answered_parts(ctx, flight.shape, alongside))
+        shown = sightings(name, shape, found, agreed_error, answer_due=op.expects_response)
         result.sightings += [(index, version, s) for s in shown]
         if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
             ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
@@ -243,6 +249,10 @@ class DiffEngine:
         written = op.writes(ctx)
         if written and _write_outcome(exchange_a) != _write_outcome(exchange_b):
             ctx.diverged.update(written)
+        member = op.membership()
+        if member is not None and _write_outcome(exchange_a) != _write_outcome(exchange_b):
+            ctx.diverged_members.add(member)
+        ctx.crashed.update(side for side, e in zip("ab", pair, strict=True) if e.fate == "crashed")
         self._trace(result.case_id, op, ctx, pair, found, name, version)
         return until is not None and until in result.cause_ids
 
@@ -420,6 +430,14 @@ class DiffEngine:
         await self._close_member_links()
         for link in self._links:
             await link.close()
+
+
+def _with_parts(shape: str, parts: list[str]) -> str:
+    """``Api(a,b)`` with ``parts`` added inside the parentheses."""
+    if not parts:
+        return shape
+    inside = shape[shape.index("(") + 1 : -1]
+    return f"{shape[: shape.index('(')]}({','.join([*filter(None, [inside]), *parts])})"
 
 
 def _write_outcome(exchange: Exchange):

@@ -25,6 +25,7 @@ from kconform.codecs.messages import (
 from kconform.codecs.records import Record, encode_batch
 
 from .context import (
+    AFTER_A_CRASH,
     AFTER_A_DIFFERING_WRITE,
     Context,
     epoch_shape,
@@ -115,21 +116,37 @@ class Operation:
     def shape(self, ctx: Context) -> str:
         """What kind of request this is, in the terms that decide a broker's answer (an unknown topic, a
         partition out of range, acks=0): differences with the same shape and values share a cause. A
-        request naming a topic an earlier write left different on the two targets says so last."""
-        parts = self._shape_parts(ctx)
+        request naming a topic an earlier write left different on the two targets says so last, and
+        any request after a target crashed."""
+        parts = self._shape_parts(ctx) + self._situation_parts(ctx)
         if getattr(self, "topic", None) in ctx.diverged:
             parts = [*parts, AFTER_A_DIFFERING_WRITE]
+        if ctx.crashed:
+            parts = [*parts, AFTER_A_CRASH]
         return f"{type(self).__name__}({','.join(parts)})"
 
     def writes(self, ctx: Context) -> tuple[int, ...]:
         """The topic indexes this request changes (records, partitions, the topic itself)."""
         return ()
 
+    def membership(self) -> tuple[int, int] | None:
+        """(group, member) when this request changes a classic group's members (join, sync, leave)."""
+        return None
+
     def creates(self, version: int) -> tuple[int, ...]:
         """The topic indexes this request at ``version`` asks the broker to create as a side effect."""
         return ()
 
     def _shape_parts(self, ctx: Context) -> list[str]:
+        return []
+
+    def answered_parts(self, ctx: Context, shape: str, alongside: list) -> list[str]:
+        """Shape parts known only once the answers came: what ``alongside`` (the steps sent while this
+        one, of ``shape``, was unanswered) did to it. Called once per exchange, after ``learn``."""
+        return []
+
+    def _situation_parts(self, ctx: Context) -> list[str]:
+        """Shape parts from what others did before this request (another member in its group)."""
         return []
 
 

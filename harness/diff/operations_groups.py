@@ -26,7 +26,7 @@ from kconform.codecs.messages import (
     SyncGroupRequest,
 )
 
-from .context import Context, topic_shape
+from .context import AFTER_ANOTHER_MEMBERS_DIFFERING_STEP, Context, topic_shape
 from .operations import Operation, PerSide
 
 __all__ = [
@@ -65,19 +65,54 @@ def _in_a_consumer_group(ctx: Context, group: int) -> bool:
     return any(key[:3] == ("a", "member848", group) for key in ctx.state)
 
 
-def _others_joined(ctx: Context, group: int, member: int) -> bool:
-    """Whether another classic member of the case holds an id in ``group`` (on side a)."""
+def _others_joined(ctx: Context, group: int, member: int, sides: str = "a") -> bool:
+    """Whether another classic member of the case holds an id in ``group`` (on one of ``sides``)."""
     return any(
-        key[:3] == ("a", "member", group) and key[3] != member and value for key, value in ctx.state.items()
+        key[0] in sides and key[1:3] == ("member", group) and key[3] != member and value
+        for key, value in ctx.state.items()
     )
+
+
+WITH_ANOTHER_MEMBER = "with another member"
+# A join whose protocol another member of the group did not join with (side a's answers).
+ANOTHER_PROTOCOL = "a protocol another member lacks"
+# A member whose last join was answered MEMBER_ID_REQUIRED (79) on side a: the group holds it pending.
+PENDING_MEMBER = "pending member"
+# A join with another member in the group, answered without any other member joining meanwhile (sent
+# while it was held, or held when it came): Kafka removes the others when the rebalance times out.
+THE_OTHERS_NOT_REJOINING = "the others not rejoining"
+# A heartbeat of a member whose join left it alone in the group, with no join of another member since.
+ALONE_SINCE_ITS_JOIN = "alone since its join"
+# A heartbeat of a member that did not rejoin while another member's join (which started a rebalance)
+# was held, and has not joined since: Kafka removed it when the rebalance timed out.
+LEFT_OUT = "left out of another member's rebalance"
+
+
+def _pending(ctx: Context, group: int, member: int) -> bool:
+    """Whether side a holds the member pending: MEMBER_ID_REQUIRED gave it an id it has not joined with
+    (a refused join leaves it pending)."""
+    return bool(ctx.state.get(("a", "pending", group, member)))
 
 
 class _ClassicMember:
     """A classic member's requests go on a connection of its own, as each consumer has one to its
-    coordinator: a member's held JoinGroup does not hold up another member's requests."""
+    coordinator: a member's held JoinGroup does not hold up another member's requests.
+
+    Its shape says when another member of the case holds an id in the group (on either target), as
+    the answer then depends on that member too, and when another member's join, sync or leave was
+    taken by one target only (the groups' members differ from then on: a consequence, not a cause)."""
 
     def channel(self, ctx):
         return ("member", self.group, self.member)
+
+    def membership(self):
+        return (self.group, self.member)
+
+    def _situation_parts(self, ctx):
+        parts = [WITH_ANOTHER_MEMBER] if _others_joined(ctx, self.group, self.member, sides="ab") else []
+        if any(g == self.group and m != self.member for g, m in ctx.diverged_members):
+            parts.append(AFTER_ANOTHER_MEMBERS_DIFFERING_STEP)
+        return parts
 
 
 @dataclass(frozen=True)
@@ -106,15 +141,44 @@ class JoinGroup(_ClassicMember, PerSide, Operation):
     def learn(self, side, ctx, answer):
         if answer.member_id:  # also from MEMBER_ID_REQUIRED (79): the id to join with next
             ctx.state[(side, "member", self.group, self.member)] = answer.member_id
+        if answer.error_code in (0, 79):
+            ctx.state[(side, "pending", self.group, self.member)] = answer.error_code == 79
+        ctx.state[(side, "join answer", self.group, self.member)] = answer.error_code
         if answer.error_code == 0:
+            ctx.state[(side, "joined with", self.group, self.member)] = self.protocol
+            ctx.state.pop((side, "left out", self.group, self.member), None)
             ctx.state[(side, "generation", self.group)] = answer.generation_id
-            ctx.state[(side, "members", self.group)] = [m.member_id for m in answer.members]
+            if answer.leader == answer.member_id:  # followers are told no members
+                ctx.state[(side, "members", self.group)] = [m.member_id for m in answer.members]
             ctx.state[(side, "protocol", self.group)] = answer.protocol_name
             ctx.state[(side, "leader", self.group)] = answer.leader
 
+    def answered_parts(self, ctx, shape, alongside):
+        # A new or pending member's join starts a rebalance; a member that does not join again while
+        # it is held is removed when it times out (a known member's unchanged rejoin starts none).
+        starts_rebalance = "(new member" in shape or PENDING_MEMBER in shape
+        ctx.state[("alone", self.group, self.member)] = False
+        if not starts_rebalance or not _others_joined(ctx, self.group, self.member, sides="ab"):
+            return []
+        others = {op.member for op in alongside if isinstance(op, JoinGroup) and op.group == self.group}
+        if others - {self.member}:
+            return []
+        if ctx.state.get(("a", "join answer", self.group, self.member)) == 0:
+            ctx.state[("alone", self.group, self.member)] = True
+            for key in [k for k in ctx.state if k[:3] == ("a", "member", self.group) and k[3] != self.member]:
+                ctx.state[("a", "left out", self.group, key[3])] = True
+        return [THE_OTHERS_NOT_REJOINING]
+
     def _shape_parts(self, ctx):
         parts = [] if _member(ctx, "a", self.group, self.member) else ["new member"]
-        return parts + (["into a consumer group"] if _in_a_consumer_group(ctx, self.group) else [])
+        parts += [PENDING_MEMBER] if _pending(ctx, self.group, self.member) else []
+        parts += ["into a consumer group"] if _in_a_consumer_group(ctx, self.group) else []
+        others = {
+            protocol
+            for key, protocol in ctx.state.items()
+            if key[:3] == ("a", "joined with", self.group) and key[3] != self.member
+        }
+        return parts + ([ANOTHER_PROTOCOL] if others - {self.protocol} else [])
 
 
 @dataclass(frozen=True)
@@ -163,9 +227,19 @@ class Heartbeat(_ClassicMember, PerSide, Operation):
             member_id=_member(ctx, side, self.group, self.member),
         )
 
+    def membership(self):
+        return None  # a heartbeat changes no member
+
     def _shape_parts(self, ctx):
         parts = ["stale generation"] if self.stale_generation else []
-        return parts + ([] if _member(ctx, "a", self.group, self.member) else ["unknown member"])
+        parts += [] if _member(ctx, "a", self.group, self.member) else ["unknown member"]
+        parts += [PENDING_MEMBER] if _pending(ctx, self.group, self.member) else []
+        parts += [LEFT_OUT] if ctx.state.get(("a", "left out", self.group, self.member)) else []
+        joins = [op for _, op in ctx.sent if isinstance(op, JoinGroup) and op.group == self.group]
+        last_is_its_own = bool(joins) and joins[-1].member == self.member
+        if last_is_its_own and ctx.state.get(("alone", self.group, self.member)):
+            parts.append(ALONE_SINCE_ITS_JOIN)
+        return parts
 
 
 @dataclass(frozen=True)
@@ -184,6 +258,7 @@ class LeaveGroup(_ClassicMember, PerSide, Operation):
     def learn(self, side, ctx, answer):
         if answer.error_code == 0:
             ctx.state.pop((side, "member", self.group, self.member), None)
+            ctx.state.pop((side, "joined with", self.group, self.member), None)
 
     def _shape_parts(self, ctx):
         return [] if _member(ctx, "a", self.group, self.member) else ["unknown member"]

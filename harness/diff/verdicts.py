@@ -16,9 +16,18 @@ from importlib import resources
 from pathlib import Path
 
 from .causes import Cause, Facet
-from .context import AFTER_A_DIFFERING_WRITE
+from .context import AFTER_A_CRASH, AFTER_A_DIFFERING_WRITE, AFTER_ANOTHER_MEMBERS_DIFFERING_STEP
 
-__all__ = ["CONSEQUENCE", "Rule", "judge", "load_rules", "news", "signature_matches"]
+__all__ = [
+    "CONSEQUENCE",
+    "CONSEQUENCES",
+    "CONSEQUENCE_RULES",
+    "Rule",
+    "judge",
+    "load_rules",
+    "news",
+    "signature_matches",
+]
 
 # Fates Kafka never shows, whatever the request: (what, evidence).
 _NEVER = {
@@ -37,7 +46,9 @@ _NEVER = {
 
 # The verdict on a cause seen only on topics an earlier write of its case left different on the two
 # targets (one took it, the other refused it): what they hold differs, so their answers may both be
-# Kafka's for what each holds. That write's own cause carries the verdict.
+# Kafka's for what each holds. That write's own cause carries the verdict. Likewise for a cause seen
+# only after a target crashed (it came back empty) or after another member's join, sync or leave that
+# one target took and the other refused (the group's members differ).
 CONSEQUENCE = {
     "sides": [],
     "deviates": [],
@@ -48,6 +59,26 @@ CONSEQUENCE = {
     "evidence": "harness/diff/engine.py: a write (Produce, DeleteRecords, EndTxn, topic changes) whose "
     "errors or fate differ marks its topics; the stored case shows the write before this step",
 }
+CONSEQUENCES = {
+    AFTER_A_DIFFERING_WRITE: CONSEQUENCE,
+    AFTER_A_CRASH: {
+        **CONSEQUENCE,
+        "rule": "after-a-crash",
+        "text": "a consequence: a target crashed earlier in its case and came back empty; the verdict is "
+        "the crash's own cause's",
+        "evidence": "harness/diff/engine.py: a crashed target is restarted, and every later step of the "
+        "case says so in its shape; the stored case shows the crash before this step",
+    },
+    AFTER_ANOTHER_MEMBERS_DIFFERING_STEP: {
+        **CONSEQUENCE,
+        "rule": "after-another-members-differing-step",
+        "text": "a consequence: another member's join, sync or leave in its case was taken by one target "
+        "only, so the two groups' members differ; the verdict is that step's own cause's",
+        "evidence": "harness/diff/engine.py: a classic member's JoinGroup, SyncGroup or LeaveGroup whose "
+        "errors or fate differ marks the member; the stored case shows that step before this one",
+    },
+}
+CONSEQUENCE_RULES = frozenset(v["rule"] for v in CONSEQUENCES.values())
 
 
 @dataclass(frozen=True)
@@ -140,8 +171,8 @@ def judge(cause: Cause, rules: list[Rule], names: tuple[str, str]) -> dict:
     findings = []
     shapes = [cause.shape] if cause.shape else sorted(cause.request_shapes)
     crashed = any(f.kind == "fate" and v in _NEVER for f in cause.facets for v in (f.a_value, f.b_value))
-    if shapes and not crashed and all(AFTER_A_DIFFERING_WRITE in shape for shape in shapes):
-        return dict(CONSEQUENCE)
+    if shapes and not crashed and all(any(part in shape for part in CONSEQUENCES) for shape in shapes):
+        return dict(CONSEQUENCES[next(part for part in CONSEQUENCES if part in shapes[0])])
     for facet in cause.facets:
         values = (facet.a_value, facet.b_value)
         never = next((v for v in values if facet.kind == "fate" and v in _NEVER), None)

@@ -18,8 +18,9 @@ PLANTED = "reference@planted=list-offsets-latest-off-by-one"
 
 def test_a_planted_difference_is_found_shrunk_and_replayed(tmp_path):
     with make_target(PLANTED) as planted, make_target("reference") as honest:
-        # 150 cases reach the planted state at most seeds (4 of seeds 0-4 find it as one cause)
-        result = run_campaign(planted, honest, tmp_path, examples=150, seed=0)
+        # the log's APIs only (Produce, Fetch, ListOffsets, Metadata, CreateTopics), so that 150 cases
+        # reach the planted state whatever else the drawing learns to send
+        result = run_campaign(planted, honest, tmp_path, examples=150, seed=0, apis={0, 1, 2, 3, 19})
     # one cause: the latest offset, whatever the version it was asked at
     assert len(result.causes) == 1, [c.title(*result.targets) for c in result.causes.values()]
     (cause,) = result.causes.values()

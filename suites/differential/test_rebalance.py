@@ -88,3 +88,44 @@ def test_held_requests_replay_alike_against_another_broker(pair):
             for n in range(2)
         ]
     assert shown[0] and shown[0] == shown[1]
+
+
+def test_a_members_shape_says_when_another_member_shares_its_group_and_how_it_joined():
+    from kconform.harness.diff.context import Context
+
+    ctx = Context("k")
+    join = groups.JoinGroup(V, member=1, protocol="sticky")
+    assert join.shape(ctx) == "JoinGroup(new member)"
+    ctx.state[("b", "member", 0, 0)] = "m0"  # one target gave member 0 an id (pending or joined)
+    assert join.shape(ctx) == "JoinGroup(new member,with another member)"
+    ctx.state[("a", "joined with", 0, 0)] = "range"
+    assert join.shape(ctx) == "JoinGroup(new member,a protocol another member lacks,with another member)"
+    ctx.diverged_members.add((0, 0))  # member 0's step was taken by one target only
+    assert groups.Heartbeat(V, member=1).shape(ctx).endswith("after another member's differing step)")
+    assert "differing" not in groups.Heartbeat(V, member=0).shape(ctx)  # its own steps are its own
+    ctx.crashed.add("b")
+    assert groups.Heartbeat(V, member=0).shape(ctx).endswith(",after a crash)")
+
+
+def test_a_held_join_says_whether_another_member_joined_while_it_was_held():
+    from kconform.harness.diff.context import Context
+
+    ctx = Context("k")
+    ctx.state[("a", "member", 0, 0)] = "m0"
+    ctx.state[("a", "member", 0, 1)] = "m1"
+    ctx.state[("a", "join answer", 0, 1)] = 0
+    join = groups.JoinGroup(V, member=1)
+    # a known member's rejoin starts no rebalance: nobody is left out
+    assert join.answered_parts(ctx, "JoinGroup(with another member)", []) == []
+    # a new member's does; member 0 not joining again while it was held is removed
+    assert join.answered_parts(ctx, "JoinGroup(new member,with another member)", []) == [
+        "the others not rejoining"
+    ]
+    ctx.sent.append((0, join))
+    assert groups.Heartbeat(V, member=1).shape(ctx) == "Heartbeat(alone since its join,with another member)"
+    assert "left out of another member's rebalance" in groups.Heartbeat(V, member=0).shape(ctx)
+    # had member 0 joined again while the join was held, the two would share the new generation
+    assert join.answered_parts(ctx, "JoinGroup(new member,with another member)", [groups.JoinGroup(V)]) == []
+    assert "alone" not in groups.Heartbeat(V, member=1).shape(ctx)
+    ctx.state[("a", "pending", 0, 1)] = True
+    assert "pending member" in groups.Heartbeat(V, member=1).shape(ctx)

@@ -35,7 +35,7 @@ import pytest
 
 from kconform.harness.diff.cases import load_case
 from kconform.harness.diff.engine import DiffEngine
-from kconform.harness.diff.verdicts import CONSEQUENCE, load_rules, news
+from kconform.harness.diff.verdicts import CONSEQUENCE_RULES, CONSEQUENCES, load_rules, news
 from kconform.harness.targets.base import TargetError
 from kconform.harness.targets.registry import make_target
 from kconform.harness.targets.tansu import ENV_VAR, find_tansu
@@ -53,7 +53,6 @@ AT_ONCE = 4  # replays run side by side, each with targets of its own: most of a
 # Rules whose verdict names the reference too, each a known deviation of the reference broker (none
 # today: the last, UNKNOWN_TOPIC_ID for a known topic id's missing partition, is mended).
 REFERENCE_DEVIATES: set[str] = set()
-CONSEQUENCE_SHAPE = "after a differing write"
 
 pytestmark = [pytest.mark.peer, pytest.mark.slow]
 
@@ -104,8 +103,8 @@ def test_reference_vs_tansu_campaign_finds_tansu_deviations_that_replay(tmp_path
         assert verdict["evidence"] and verdict["rule"], cause
         if verdict["rule"] in REFERENCE_DEVIATES:
             assert "reference" in verdict["deviates"], cause
-        elif verdict["rule"] == CONSEQUENCE["rule"]:  # of an earlier write, whose own cause is judged
-            assert all(CONSEQUENCE_SHAPE in s for s in cause["request_shapes"]), cause
+        elif verdict["rule"] in CONSEQUENCE_RULES:  # of an earlier step, whose own cause is judged
+            assert all(any(p in s for p in CONSEQUENCES) for s in cause["request_shapes"]), cause
         else:
             assert verdict["deviates"] == [TANSU], cause  # the reference matches Kafka
         operations, data = load_case(tmp_path / "cases" / f"{cause['case_id']}.json")

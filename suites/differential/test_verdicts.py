@@ -81,3 +81,36 @@ def test_news_reports_an_unpinned_value_and_a_pinned_value_not_seen():
     changed.verdict = judge(changed, rules, ("reference", "rdkafka-mock"))
     new, _ = news([changed.to_json("reference", "rdkafka-mock")], rules, ("reference", "rdkafka-mock"))
     assert len(new) == 1 and "does not pin" in new[0]
+
+
+HEARTBEAT = Difference("error_code", "error_code", 0, 27)
+
+
+def test_a_one_member_rule_does_not_judge_a_member_with_another_in_its_group():
+    rules = load_rules()
+    alone = judge(_cause("Heartbeat", "Heartbeat()", [HEARTBEAT]), rules, ("r", "m"))
+    assert alone["rule"] == "heartbeat-one-member-group-is-not-rebalancing" and alone["deviates"] == ["m"]
+    # With another member, 27 is Kafka's answer while the group waits for that member to rejoin.
+    shared = _cause("Heartbeat", "Heartbeat(with another member)", [HEARTBEAT])
+    assert judge(shared, rules, ("r", "m"))["deviates"] is None
+    # A join naming a protocol the other member lacks: 23 before MEMBER_ID_REQUIRED, at any version.
+    join = Difference("error_code", "error_code", 23, 0)
+    shape = "JoinGroup(new member,a protocol another member lacks,with another member)"
+    verdict = judge(_cause("JoinGroup", shape, [join], versions=(5,)), rules, ("r", "m"))
+    assert verdict["rule"] == "join-group-protocol-another-member-lacks" and verdict["deviates"] == ["m"]
+
+
+def test_a_step_after_a_crash_or_another_members_differing_step_is_a_consequence():
+    rules = load_rules()
+    for part, rule in [
+        ("after a crash", "after-a-crash"),
+        ("after another member's differing step", "after-another-members-differing-step"),
+        ("after a differing write", "after-a-differing-write"),
+    ]:
+        verdict = judge(_cause("Heartbeat", f"Heartbeat({part})", [HEARTBEAT]), rules, ("r", "m"))
+        assert verdict["rule"] == rule and verdict["deviates"] == [], verdict
+    # a crash itself is never a consequence: the crashing side deviates
+    crash = Difference("<connection>", "fate", "answered", "crashed")
+    assert judge(_cause("Heartbeat", "Heartbeat(after a crash)", [crash]), rules, ("r", "m"))["deviates"] == [
+        "m"
+    ]
