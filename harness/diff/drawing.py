@@ -25,8 +25,10 @@ _values = st.lists(st.one_of(st.binary(max_size=20), st.none()), min_size=0, max
 _group = st.sampled_from([0, 0, 0, 1])
 _member = st.sampled_from([0, 0, 0, 1])  # KIP-848 members: heartbeats never wait for each other
 # Classic members have connections of their own, and a join held for the others to rejoin is answered
-# after the next step (harness/diff/engine.py), so two members rebalance as two consumers do.
-_classic_member = st.sampled_from([0, 0, 0, 1])
+# after the next step (harness/diff/engine.py), so two members rebalance as two consumers do. The second
+# member is drawn rarely: a case with two holds a join for up to the rebalance timeout (1 s) each time
+# it is replayed, and what two members meet needs one step per member at least.
+_classic_member = st.sampled_from([0] * 7 + [1])
 _producer = st.sampled_from([0, 0, 0, 1])
 _rare = st.sampled_from([False] * 7 + [True])
 _SETUP_FIRST = st.sampled_from([True, True, False])
