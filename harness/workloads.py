@@ -67,9 +67,20 @@ async def produce(
                 partition = rng.randrange(partitions)
                 n += 1
                 history.add(process, "invoke", [Send((topic, partition), value)], time_ns=time.time_ns())
-                pending.append(
-                    asyncio.ensure_future(_one_send(history, producer, process, topic, partition, value))
-                )
+                # The record is handed over before the next is made, so the order of the invocations
+                # is the order the producer was given them (sends waiting on one await in tasks of
+                # their own, for the topic's metadata, may resume in any order); only the answers
+                # are awaited side by side.
+                try:
+                    delivery = await producer.send(topic, value, partition=partition)
+                except _UNKNOWN:
+                    history.add(process, "info", [Send((topic, partition), value)], time_ns=time.time_ns())
+                except ClientError:
+                    history.add(process, "fail", [Send((topic, partition), value)], time_ns=time.time_ns())
+                else:
+                    pending.append(
+                        asyncio.ensure_future(_one_send(history, delivery, process, topic, partition, value))
+                    )
                 await asyncio.sleep(processes / rate)
             await asyncio.gather(*pending)
             if stats is not None and producer.sender is not None:
@@ -79,10 +90,10 @@ async def produce(
     await asyncio.gather(*(worker(p) for p in range(processes)))
 
 
-async def _one_send(history: History, producer: Producer, process: int, topic: str, partition: int, value):
+async def _one_send(history: History, delivery, process: int, topic: str, partition: int, value):
     tp = (topic, partition)
     try:
-        metadata = await (await producer.send(topic, value, partition=partition))
+        metadata = await delivery
     except _UNKNOWN:
         history.add(process, "info", [Send(tp, value)], time_ns=time.time_ns())
         return
