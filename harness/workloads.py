@@ -73,10 +73,8 @@ async def produce(
                 # are awaited side by side.
                 try:
                     delivery = await producer.send(topic, value, partition=partition)
-                except _UNKNOWN:
-                    history.add(process, "info", [Send((topic, partition), value)], time_ns=time.time_ns())
-                except ClientError:
-                    history.add(process, "fail", [Send((topic, partition), value)], time_ns=time.time_ns())
+                except (ClientError, TimeoutError) as exc:
+                    _record_unsettled(history, process, Send((topic, partition), value), exc)
                 else:
                     pending.append(
                         asyncio.ensure_future(_one_send(history, delivery, process, topic, partition, value))
@@ -94,16 +92,19 @@ async def _one_send(history: History, delivery, process: int, topic: str, partit
     tp = (topic, partition)
     try:
         metadata = await delivery
-    except _UNKNOWN:
-        history.add(process, "info", [Send(tp, value)], time_ns=time.time_ns())
-        return
-    except ClientError:
-        history.add(process, "fail", [Send(tp, value)], time_ns=time.time_ns())
+    except (ClientError, TimeoutError) as exc:
+        _record_unsettled(history, process, Send(tp, value), exc)
         return
     offset = metadata.offset if metadata.offset >= 0 else None  # acks=0: no offset comes back
     broker = metadata.broker if metadata.broker >= 0 else None
     epoch = metadata.leader_epoch if metadata.leader_epoch >= 0 else None
     history.add(process, "ok", [Send(tp, value, offset, broker, epoch)], time_ns=time.time_ns())
+
+
+def _record_unsettled(history: History, process: int, send: Send, error: Exception) -> None:
+    """A send that raised: "info" when it may still have been written (a timeout), else "fail"."""
+    outcome = "info" if isinstance(error, _UNKNOWN) else "fail"
+    history.add(process, outcome, [send], time_ns=time.time_ns())
 
 
 async def transactions(

@@ -1,7 +1,8 @@
 """A differential campaign: Hypothesis draws cases (operation sequences), each runs on both targets in
 a namespace of its own, and every difference is counted under its root cause (``causes``). Then each
-cause is shrunk on its own, from the first case that showed it (``shrinking``), judged against Kafka's
-rules (``verdicts``) and stored as JSON beside the traces, so ``kconform repro`` replays it anywhere.
+cause is judged against Kafka's rules (``verdicts``), shrunk on its own from the first case that showed
+it (``settling``, ``shrinking``) and stored as JSON beside the traces, so ``kconform repro`` replays it
+anywhere.
 
 Every case run goes to ``journal.jsonl`` before its trace rows can reach the disk, and trace parts are
 written only between cases, so a run killed at any point resumes (``resume=True``) where it stopped: the
@@ -21,15 +22,15 @@ from pathlib import Path
 from kconform.traces import TraceWriter
 
 from ..targets.base import Target
-from .case_files import load_case, operations_from_json, operations_json, save_case
+from .case_files import load_case, operations_json, save_case
 from .case_source import DrawnCases
 from .configuration import configuration_differences
 from .drawing import OPERATIONS, operation_sequences
-from .engine import CaseResult, DiffEngine
+from .engine import DiffEngine
 from .operations import FindCoordinator
-from .results import CampaignResult, Found, case_record, example_of
-from .shrinking import shrink_case
-from .verdicts import CONSEQUENCE_RULES, Rule, judge, load_rules
+from .results import CampaignResult, Found, case_record
+from .settling import settle_causes
+from .verdicts import Rule
 
 __all__ = [
     "OPERATIONS",
@@ -127,9 +128,11 @@ def run_campaign(
         result.broker_seconds = engine.waiting_seconds
         # Shrinking replays variants of the cases: a search, not a sample, so it is not traced.
         engine.traces = None
-        compared_before = engine.pairs_compared
-        _settle_causes(result, engine, loop, first_cases, out, (a, b), shrink, stop_shrinking, rules)
-        result.shrink_operations = engine.pairs_compared - compared_before
+        result.shrink_operations = loop.run_until_complete(
+            settle_causes(
+                result, engine, first_cases, out, (a, b), shrink=shrink, deadline=stop_shrinking, rules=rules
+            )
+        )
         result.shrink_seconds = time.monotonic() - started - result.drawing_seconds
         loop.run_until_complete(engine.close())
     loop.close()
@@ -165,92 +168,6 @@ def _opening_case(engine: DiffEngine, loop, case_id: str, done: dict, apis: set[
         return done[case_id]
     outcome = loop.run_until_complete(engine.run_case(OPENING_CASE, case_id, prepare=False))
     return {**case_record(outcome, operations_json(OPENING_CASE)), "opening": True}
-
-
-def _settle_causes(result, engine, loop, first_cases, out, targets, shrink, deadline, rules) -> None:
-    """Shrink every cause from its first case, take its example from the stored case's own replay,
-    judge it, and store the case."""
-    rules = load_rules() if rules is None else rules
-    names = tuple(t.name for t in targets)
-    replays = itertools.count()
-
-    # Every replay shows some causes, each by some operation: the operations up to it show that cause
-    # too. The smallest such case seen so far is where a later cause's shrinking starts, and it has
-    # already shown the cause again in a namespace of its own.
-    shown_by: dict[str, list] = {}
-
-    def replay(case: list, until: str | None = None) -> CaseResult:
-        namespace = f"{result.run_id[:6]}r{next(replays)}"
-        outcome = loop.run_until_complete(engine.run_case(case, namespace, until=until))
-        for index, _, sighting in outcome.sightings:
-            known = shown_by.get(sighting.key)
-            if known is None or index + 1 < len(known):
-                shown_by[sighting.key] = case[: index + 1]
-        return outcome
-
-    for cause in sorted(result.causes.values(), key=lambda c: c.number):
-        case = operations_from_json(first_cases[cause.id])
-        shown_as = sorted(cause.signatures)[0]  # the signature the stored case shows, once replayed
-        # A consequence of an earlier step one side refused (or crashed on) is judged by that step's
-        # own cause: its case is kept as first seen rather than shrunk (a third of a run's causes
-        # against the mock), judged from what the drawing saw of the cause (its facets and shapes),
-        # which shrinking keeps
-        cause.verdict = judge(cause, rules, names)
-        judged = cause.verdict["rule"]
-        consequence = judged in CONSEQUENCE_RULES
-        if shrink and not consequence and (deadline is None or time.monotonic() < deadline):
-            last_showing: list = []  # (case, outcome) of the latest replay that showed the cause
-
-            def shows(candidate: list, key: str = cause.id, seen: list = last_showing) -> bool:
-                outcome = replay(candidate, until=key)
-                if key in outcome.cause_ids:
-                    seen[:] = [candidate, outcome]
-                return key in outcome.cause_ids
-
-            # The case ends with the operation that showed the cause; most causes need nothing
-            # before it, so that operation alone is tried first (one replay, instead of one per
-            # halving), and the whole case only when it does not show the cause alone.
-            if cause.id in shown_by:
-                case, cause.reproduced = shown_by[cause.id], True
-            elif len(case) > 1 and shows(case[-1:]):
-                case, cause.reproduced = case[-1:], True
-            else:
-                cause.reproduced = shows(case)
-            if cause.reproduced:  # a cause its own case cannot show again cannot be shrunk either
-                found = shrink_case(
-                    case,
-                    shows,
-                    deadline=deadline,
-                    # a crash's case is what kills the target: every replay restarts it, and the
-                    # fields of the steps left are the request that killed it, as drawn
-                    simplify=judged != "crashed",
-                )
-                case, cause.shrunk = found.case, found.finished
-                # the example comes from the stored case's own replay: the latest showing one when
-                # it replayed exactly that case
-                again = last_showing[1] if last_showing and last_showing[0] == case else replay(case)
-                sighting = next(((i, v, s) for i, v, s in again.sightings if s.key == cause.id), None)
-                cause.reproduced = sighting is not None
-                if sighting is not None:
-                    index, version, shown = sighting
-                    cause.example = example_of(case[index], version, shown.facets)
-                    shown_as = shown.facets[0].signature(shown.api_name, version)
-                    case = case[: index + 1]  # nothing after the operation that shows it matters to it
-        cause.stored_operations = len(case)
-        save_case(
-            out / "cases" / f"{cause.case_file}.json",
-            case,
-            cause=cause.id,
-            title=cause.title(*names),
-            signature=shown_as,
-            signatures=sorted(cause.signatures),
-            verdict=cause.verdict,
-            targets=names,
-            shrunk=cause.shrunk,
-        )
-    for found in result.found.values():
-        if found.cause in result.causes:
-            found.case_id = result.causes[found.cause].case_file
 
 
 def _open_run(out: Path, a, b, *, examples, seed, apis, run_id, resume) -> dict:

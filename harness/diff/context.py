@@ -14,7 +14,6 @@ __all__ = [
     "AFTER_A_CRASH",
     "AFTER_A_DIFFERING_WRITE",
     "AFTER_ANOTHER_MEMBERS_DIFFERING_STEP",
-    "CONSEQUENCE_PARTS",
     "Context",
     "epoch_shape",
     "has_members",
@@ -29,8 +28,6 @@ AFTER_A_DIFFERING_WRITE = "after a differing write"
 AFTER_A_CRASH = "after a crash"
 # Another member's join, sync or leave was taken by one target only: the group's members differ.
 AFTER_ANOTHER_MEMBERS_DIFFERING_STEP = "after another member's differing step"
-# Shape parts that make a difference the consequence of an earlier one rather than a cause.
-CONSEQUENCE_PARTS = (AFTER_A_DIFFERING_WRITE, AFTER_A_CRASH, AFTER_ANOTHER_MEMBERS_DIFFERING_STEP)
 
 
 @dataclass(frozen=True)

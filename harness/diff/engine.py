@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -68,6 +69,11 @@ class CaseResult:
 
 
 @dataclass(slots=True)
+class _Restarts:
+    count: int = 0
+
+
+@dataclass(slots=True)
 class _InFlight:
     """An operation sent to both targets whose answers are not compared yet."""
 
@@ -93,9 +99,28 @@ class DiffEngine:
         self.waiting_seconds = 0.0  # time spent waiting for the targets' answers (overlaps once)
         self._waits, self._wait_started = 0, 0.0
         self.pairs_compared = 0
-        self._warm = False
+        self._restarts = _Restarts()  # shared with lanes: one count for the targets
+        self._warmed_at: int | None = None  # the restart count when this engine last warmed up
         self.configuration: dict[str, dict] = {}  # target name -> what its configuration decides
         self._restarting = {a.name: asyncio.Lock(), b.name: asyncio.Lock()}
+
+    def lane(self) -> DiffEngine:
+        """Another engine on the same targets with connections of its own, so that replays (each in a
+        namespace of its own) run side by side. It shares what belongs to the targets: the versions,
+        the configuration read, the crashes seen, the lock that lets one restart happen at a time,
+        and the count of restarts. It traces nothing."""
+        other = copy.copy(self)
+        other._links = (Link(self.a), Link(self.b))
+        other._member_links = {}
+        other.traces = None
+        other.operations_run = other.pairs_compared = 0
+        other.waiting_seconds, other._waits, other._wait_started = 0.0, 0, 0.0
+        return other
+
+    @property
+    def restarts(self) -> int:
+        """How often a target crashed or came back: a replay during which this moved met it."""
+        return self._restarts.count
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         shared = self.shared.get(api_key)
@@ -108,10 +133,10 @@ class DiffEngine:
     async def prepare(self) -> None:
         """Bring the targets' coordinators up and read their configuration, once (and again after a
         target restarts); the first case does it when nothing did before."""
-        if not self._warm:
+        if self._warmed_at != self._restarts.count:
+            self._warmed_at = self._restarts.count
             await self._warm_up()
             await self._read_configuration()
-            self._warm = True
 
     async def run_case(
         self,
@@ -246,12 +271,11 @@ class DiffEngine:
         if isinstance(op, CreateTopic) and (op.partitions > 0 or op.partitions == -1):
             ctx.created.setdefault(op.topic, op.partitions if op.partitions > 0 else None)
         ctx.auto_created.update(op.creates(version))
-        written = op.writes(ctx)
-        if written and _write_outcome(exchange_a) != _write_outcome(exchange_b):
+        written, member = op.writes(ctx), op.membership()
+        if (written or member is not None) and _write_outcome(exchange_a) != _write_outcome(exchange_b):
             ctx.diverged.update(written)
-        member = op.membership()
-        if member is not None and _write_outcome(exchange_a) != _write_outcome(exchange_b):
-            ctx.diverged_members.add(member)
+            if member is not None:
+                ctx.diverged_members.add(member)
         ctx.crashed.update(side for side, e in zip("ab", pair, strict=True) if e.fate == "crashed")
         self._trace(result.case_id, op, ctx, pair, found, name, version)
         return until is not None and until in result.cause_ids
@@ -293,13 +317,14 @@ class DiffEngine:
                 if not target.alive():
                     # The target died on this request: that is the outcome. Bring it back.
                     exchange.fate = "crashed"
+                    self._restarts.count += 1  # replays beside this one met the crash too
                     exchange.notes["crash"] = target.crash_report()
                     self.crashes.append((target.name, op.api_key, version, exchange.notes["crash"]))
                     for other in (*self._links, *self._member_links.values()):
                         if other.target is target:
                             await other.close()
                     await asyncio.to_thread(target.restart)  # a restart waits on the target: off the loop
-                    self._warm = False  # it came back empty: the next case brings its coordinators up
+                    self._restarts.count += 1  # back empty: the next case brings its coordinators up
         return exchange
 
     async def _warm_up(self) -> None:

@@ -65,7 +65,7 @@ def _in_a_consumer_group(ctx: Context, group: int) -> bool:
     return any(key[:3] == ("a", "member848", group) for key in ctx.state)
 
 
-def _others_joined(ctx: Context, group: int, member: int, sides: str = "a") -> bool:
+def _others_joined(ctx: Context, group: int, member: int, sides: tuple[str, ...] = ("a",)) -> bool:
     """Whether another classic member of the case holds an id in ``group`` (on one of ``sides``)."""
     return any(
         key[0] in sides and key[1:3] == ("member", group) and key[3] != member and value
@@ -83,9 +83,13 @@ PENDING_MEMBER = "pending member"
 THE_OTHERS_NOT_REJOINING = "the others not rejoining"
 # A heartbeat of a member whose join left it alone in the group, with no join of another member since.
 ALONE_SINCE_ITS_JOIN = "alone since its join"
-# A heartbeat of a member that did not rejoin while another member's join (which started a rebalance)
-# was held, and has not joined since: Kafka removed it when the rebalance timed out.
+# A member that did not rejoin while another member's join (which started a rebalance) was held, and
+# has not joined since: Kafka removed it when the rebalance timed out.
 LEFT_OUT = "left out of another member's rebalance"
+
+
+def _left_out(ctx: Context, group: int, member: int) -> bool:
+    return bool(ctx.state.get(("a", "left out", group, member)))
 
 
 def _pending(ctx: Context, group: int, member: int) -> bool:
@@ -109,7 +113,8 @@ class _ClassicMember:
         return (self.group, self.member)
 
     def _situation_parts(self, ctx):
-        parts = [WITH_ANOTHER_MEMBER] if _others_joined(ctx, self.group, self.member, sides="ab") else []
+        others = _others_joined(ctx, self.group, self.member, sides=("a", "b"))
+        parts = [WITH_ANOTHER_MEMBER] if others else []
         if any(g == self.group and m != self.member for g, m in ctx.diverged_members):
             parts.append(AFTER_ANOTHER_MEMBERS_DIFFERING_STEP)
         return parts
@@ -157,14 +162,14 @@ class JoinGroup(_ClassicMember, PerSide, Operation):
         # A new or pending member's join starts a rebalance; a member that does not join again while
         # it is held is removed when it times out (a known member's unchanged rejoin starts none).
         starts_rebalance = "(new member" in shape or PENDING_MEMBER in shape
-        ctx.state[("alone", self.group, self.member)] = False
-        if not starts_rebalance or not _others_joined(ctx, self.group, self.member, sides="ab"):
+        ctx.state[("a", "alone", self.group, self.member)] = False
+        if not starts_rebalance or not _others_joined(ctx, self.group, self.member, sides=("a", "b")):
             return []
         others = {op.member for op in alongside if isinstance(op, JoinGroup) and op.group == self.group}
         if others - {self.member}:
             return []
         if ctx.state.get(("a", "join answer", self.group, self.member)) == 0:
-            ctx.state[("alone", self.group, self.member)] = True
+            ctx.state[("a", "alone", self.group, self.member)] = True
             for key in [k for k in ctx.state if k[:3] == ("a", "member", self.group) and k[3] != self.member]:
                 ctx.state[("a", "left out", self.group, key[3])] = True
         return [THE_OTHERS_NOT_REJOINING]
@@ -172,6 +177,7 @@ class JoinGroup(_ClassicMember, PerSide, Operation):
     def _shape_parts(self, ctx):
         parts = [] if _member(ctx, "a", self.group, self.member) else ["new member"]
         parts += [PENDING_MEMBER] if _pending(ctx, self.group, self.member) else []
+        parts += [LEFT_OUT] if _left_out(ctx, self.group, self.member) else []
         parts += ["into a consumer group"] if _in_a_consumer_group(ctx, self.group) else []
         others = {
             protocol
@@ -234,10 +240,10 @@ class Heartbeat(_ClassicMember, PerSide, Operation):
         parts = ["stale generation"] if self.stale_generation else []
         parts += [] if _member(ctx, "a", self.group, self.member) else ["unknown member"]
         parts += [PENDING_MEMBER] if _pending(ctx, self.group, self.member) else []
-        parts += [LEFT_OUT] if ctx.state.get(("a", "left out", self.group, self.member)) else []
+        parts += [LEFT_OUT] if _left_out(ctx, self.group, self.member) else []
         joins = [op for _, op in ctx.sent if isinstance(op, JoinGroup) and op.group == self.group]
         last_is_its_own = bool(joins) and joins[-1].member == self.member
-        if last_is_its_own and ctx.state.get(("alone", self.group, self.member)):
+        if last_is_its_own and ctx.state.get(("a", "alone", self.group, self.member)):
             parts.append(ALONE_SINCE_ITS_JOIN)
         return parts
 
@@ -261,7 +267,8 @@ class LeaveGroup(_ClassicMember, PerSide, Operation):
             ctx.state.pop((side, "joined with", self.group, self.member), None)
 
     def _shape_parts(self, ctx):
-        return [] if _member(ctx, "a", self.group, self.member) else ["unknown member"]
+        parts = [] if _member(ctx, "a", self.group, self.member) else ["unknown member"]
+        return parts + ([LEFT_OUT] if _left_out(ctx, self.group, self.member) else [])
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,16 @@
 """Shrinking one cause's case to a minimal one: a greedy search over the stored operations themselves,
 not a re-run of the whole campaign. Chunks of operations are dropped (halves, then quarters, down to
-single operations), then each remaining operation's fields are moved towards simpler values (all of an
-operation's at once, then one at a time); a change is kept whenever the smaller case still shows the
-cause. Pure over ``shows`` (a replay in a namespace of its own), so it is tested without a broker."""
+single operations), then every operation is tried at the lowest version (and chunks dropped again),
+then each remaining operation's fields are moved towards simpler values (all of an operation's at
+once, then one at a time); a change is kept whenever the smaller case still shows the cause. Pure
+over ``shows`` (a replay in a namespace of its own, awaited, so that several causes shrink side by side
+on the same targets), so it is tested without a broker."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 __all__ = ["ShrinkResult", "shrink_case"]
 
@@ -20,9 +22,9 @@ class ShrinkResult:
     finished: bool  # False when the deadline or the replay budget stopped it
 
 
-def shrink_case(
+async def shrink_case(
     case: list,
-    shows: Callable[[list], bool],
+    shows: Callable[[list], Awaitable[bool]],
     *,
     deadline: float | None = None,
     max_replays: int = 200,
@@ -33,22 +35,23 @@ def shrink_case(
     ``simplify=False`` only drops operations, leaving the fields of those kept as they were."""
     replays = 0
 
-    def still_shows(candidate: list) -> bool | None:
+    async def still_shows(candidate: list) -> bool | None:
         nonlocal replays
         if replays >= max_replays or (deadline is not None and clock() > deadline):
             return None
         replays += 1
-        return shows(candidate)
+        return await shows(candidate)
 
     current = list(case)
-    for step in (_drop_chunks, _simplify_fields) if simplify else (_drop_chunks,):
-        current, done = step(current, still_shows)
+    steps = (_drop_chunks, _lowest_versions, _simplify_fields) if simplify else (_drop_chunks,)
+    for step in steps:
+        current, done = await step(current, still_shows)
         if not done:
             return ShrinkResult(current, replays, False)
     return ShrinkResult(current, replays, True)
 
 
-def _drop_chunks(case: list, still_shows) -> tuple[list, bool]:
+async def _drop_chunks(case: list, still_shows) -> tuple[list, bool]:
     size = max(1, len(case) // 2)
     while size >= 1:
         start = 0
@@ -57,7 +60,7 @@ def _drop_chunks(case: list, still_shows) -> tuple[list, bool]:
             if not candidate:
                 start += size
                 continue
-            verdict = still_shows(candidate)
+            verdict = await still_shows(candidate)
             if verdict is None:
                 return case, False
             if verdict:
@@ -68,7 +71,22 @@ def _drop_chunks(case: list, still_shows) -> tuple[list, bool]:
     return case, True
 
 
-def _simplify_fields(case: list, still_shows) -> tuple[list, bool]:
+async def _lowest_versions(case: list, still_shows) -> tuple[list, bool]:
+    """Every operation at the lowest version both targets offer, when the cause still shows there;
+    then what that frees is dropped. Older versions need fewer steps for the same state (a JoinGroup
+    below v4 joins at once, with no MEMBER_ID_REQUIRED round), and a cause holds across versions."""
+    lowered = [dataclasses.replace(op, version_pick=0) for op in case]
+    if lowered == case:
+        return case, True
+    verdict = await still_shows(lowered)
+    if verdict is None:
+        return case, False
+    if not verdict:
+        return case, True
+    return await _drop_chunks(lowered, still_shows)
+
+
+async def _simplify_fields(case: list, still_shows) -> tuple[list, bool]:
     for index in range(len(case)):
         simpler = _simpler_values(case[index])
         # Every field of the operation at once first: most fields do not matter to a cause, so one
@@ -77,7 +95,7 @@ def _simplify_fields(case: list, still_shows) -> tuple[list, bool]:
         for changes in tries:
             candidate = list(case)
             candidate[index] = dataclasses.replace(case[index], **changes)
-            verdict = still_shows(candidate)
+            verdict = await still_shows(candidate)
             if verdict is None:
                 return case, False
             if verdict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 from .base import FaultHooks, Target, TargetError
 
@@ -47,8 +48,15 @@ class RdkafkaMockTarget(Target):
         self._process: subprocess.Popen | None = None
         self._bootstrap: str | None = None
         self.crashes = 0
+        # One command at a time on the child's pipe (each waits for its reply), and none while the
+        # child is replaced: replays side by side call from threads of their own.
+        self._channel = threading.RLock()
 
     def start(self) -> None:
+        with self._channel:
+            self._start()
+
+    def _start(self) -> None:
         args = [sys.executable, "-m", "kconform.harness.targets.mock_process", str(self.brokers)]
         self._process = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -85,19 +93,27 @@ class RdkafkaMockTarget(Target):
         return self._process.stderr.read().strip()[-500:]
 
     def restart(self) -> None:
-        self.crashes += 1
-        self.stop()
-        self._versions = None
-        self.start()
+        with self._channel:
+            self.crashes += 1
+            self.stop()
+            self._versions = None
+            self._start()
 
     def command(self, op: str, *args) -> None:
-        if not self.alive():
-            raise TargetError("the rdkafka-mock target is not running")
-        self._process.stdin.write(json.dumps({"op": op, "args": list(args)}) + "\n")
-        self._process.stdin.flush()
-        reply = json.loads(self._process.stdout.readline() or '{"error": "the mock process ended"}')
+        with self._channel:
+            reply = self._command(op, args)
         if "error" in reply:
             raise TargetError(f"rdkafka-mock {op}: {reply['error']}")
+
+    def _command(self, op: str, args) -> dict:
+        if not self.alive():
+            raise TargetError("the rdkafka-mock target is not running")
+        try:
+            self._process.stdin.write(json.dumps({"op": op, "args": list(args)}) + "\n")
+            self._process.stdin.flush()
+        except OSError as exc:  # it died: the caller hears so, as from any command it cannot run
+            return {"error": f"the mock process ended ({exc})"}
+        return json.loads(self._process.stdout.readline() or '{"error": "the mock process ended"}')
 
     @property
     def bootstrap(self) -> str:

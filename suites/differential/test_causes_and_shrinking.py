@@ -3,13 +3,24 @@ the engine reports, and the shrinker finds the smallest case that still shows a 
 
 from __future__ import annotations
 
+import asyncio
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kconform.harness.diff import operations as ops
+from kconform.harness.diff import shrinking
 from kconform.harness.diff.causes import error_beside, sightings
 from kconform.harness.diff.compare import Difference, diff_trees
-from kconform.harness.diff.shrinking import shrink_case
+
+
+def shrink_case(case, shows, **kw):
+    """The shrinker over a plain predicate (a replay is awaited; here it is a function of the case)."""
+
+    async def replay(candidate):
+        return shows(candidate)
+
+    return asyncio.run(shrinking.shrink_case(case, replay, **kw))
 
 
 def test_one_rule_across_versions_and_fields_is_one_cause():
@@ -95,7 +106,23 @@ def test_a_field_the_cause_needs_stays_and_the_others_still_simplify():
     tried one at a time, and only the one that matters keeps its value."""
     case = [ops.Produce(2, topic=1, values=(b"x", b"y"), acks=1)]
     result = shrink_case(case, lambda candidate: candidate[0].acks == 1)
-    assert result.finished and result.case == [ops.Produce(2, topic=0, values=(b"x",), acks=1)]
+    assert result.finished and result.case == [ops.Produce(0, topic=0, values=(b"x",), acks=1)]
     all_at_once = shrink_case(case, lambda candidate: True)
-    assert all_at_once.case == [ops.Produce(2, topic=0, values=(b"x",), acks=0)]
-    assert all_at_once.replays == 1
+    assert all_at_once.case == [ops.Produce(0, topic=0, values=(b"x",), acks=0)]
+    assert all_at_once.replays == 2  # the lowest version, then every other field at once
+
+
+def test_a_cause_that_needs_fewer_steps_at_a_lower_version_loses_them():
+    """A state that takes three steps at the drawn versions and one at the lowest (a JoinGroup from v4
+    answers MEMBER_ID_REQUIRED first, and the member joins with a second one): the case is tried at the
+    lowest version, and what that frees is dropped."""
+    case = [ops.Produce(pick, topic=0, values=(b"x",), acks=0) for pick in (3, 4, 5, 6)]
+
+    def shows(candidate):
+        return len(candidate) >= 3 or all(op.version_pick == 0 for op in candidate)
+
+    result = shrink_case(case, shows)
+    assert result.finished and result.case == [ops.Produce(0, topic=0, values=(b"x",), acks=0)]
+    # a cause the lowest version does not show keeps the versions drawn
+    needs_them = shrink_case(case, lambda candidate: len(candidate) >= 3 and candidate[0].version_pick)
+    assert needs_them.finished and [op.version_pick for op in needs_them.case] == [4, 5, 6]

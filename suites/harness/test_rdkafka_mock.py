@@ -51,3 +51,32 @@ def test_injected_request_errors_reach_the_client():
 def test_unknown_fault_target_is_a_clear_error():
     with RdkafkaMockCluster(brokers=1) as mock, pytest.raises(RuntimeError, match="broker_set_down"):
         mock.set_broker_down(99)
+
+
+def test_the_mock_target_takes_commands_from_threads_while_it_restarts():
+    """Causes shrink side by side: one replay may create a topic by the side door (a command to the
+    child process) while another restarts the mock after a crash. Each command gets its own reply and
+    none goes to a child being replaced."""
+    import threading
+
+    from kconform.harness.targets.mock import RdkafkaMockTarget
+
+    with RdkafkaMockTarget() as target:
+        errors: list[BaseException] = []
+
+        def create(worker: int) -> None:
+            for n in range(15):
+                try:
+                    target.create_topic(f"lane{worker}-{n}", 1)
+                except BaseException as exc:  # noqa: BLE001 - gathered for the assertion below
+                    errors.append(exc)
+
+        workers = [threading.Thread(target=create, args=(w,)) for w in range(3)]
+        for worker in workers:
+            worker.start()
+        for _ in range(3):
+            target.restart()
+        for worker in workers:
+            worker.join()
+        assert not errors, errors
+        assert target.alive() and target.crashes == 3
