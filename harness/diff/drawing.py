@@ -281,8 +281,8 @@ def operation_sequences(apis: set[int] | None = None, max_ops: int = 8) -> st.Se
     stories = []
     for steps in STORIES.values():
         setup = {"find-transaction-coordinator"} if txn.InitProducerId in wanted else set()
-        kept = tuple(step for step in steps if _STEP_CLASSES.get(step, step) in wanted or step in setup)
-        if any(_STEP_CLASSES.get(step, step) in wanted for step in kept):
+        kept = tuple(step for step in steps if _step_class(step) in wanted or step in setup)
+        if any(_step_class(step) in wanted for step in kept):
             stories.append(_story(kept, tuple(wanted)))
     setup = st.builds(ops.CreateTopic, _pick, topic=st.just(0), partitions=st.sampled_from([1, 3]))
     body = st.one_of(anything, *stories)
@@ -293,31 +293,32 @@ def operation_sequences(apis: set[int] | None = None, max_ops: int = 8) -> st.Se
     )
 
 
-# Story steps drawn in a particular way: a transaction begins by asking for its coordinator, which
-# also makes a broker create its transaction state topic.
-_STEP_DRAWS = {
-    "find-transaction-coordinator": st.builds(
-        ops.FindCoordinator, _pick, group=_producer, key_type=st.just(1)
+# Story steps drawn in a particular way, each with the operation it sends (what --apis selects by): a
+# transaction begins by asking for its coordinator, which also makes a broker create its transaction
+# state topic; a log's life begins with records in the partition most cases create first, an
+# administrator's with the partitions of that topic.
+_NAMED_STEPS: dict[str, tuple[type, st.SearchStrategy]] = {
+    "find-transaction-coordinator": (
+        ops.FindCoordinator,
+        st.builds(ops.FindCoordinator, _pick, group=_producer, key_type=st.just(1)),
     ),
-    # a log's life begins with records in the partition most cases create first, an administrator's
-    # with the partitions of that topic
-    "produce-to-the-first-topic": DRAWN[ops.Produce].map(
-        lambda produce: dataclasses.replace(produce, topic=0, partition=0)
+    "produce-to-the-first-topic": (
+        ops.Produce,
+        DRAWN[ops.Produce].map(lambda produce: dataclasses.replace(produce, topic=0, partition=0)),
     ),
-    "grow-the-first-topic": DRAWN[admin.CreatePartitions].map(
-        lambda grow: dataclasses.replace(grow, topic=0)
+    "grow-the-first-topic": (
+        admin.CreatePartitions,
+        DRAWN[admin.CreatePartitions].map(lambda grow: dataclasses.replace(grow, topic=0)),
     ),
 }
-# What each named step sends, for --apis
-_STEP_CLASSES = {
-    "find-transaction-coordinator": ops.FindCoordinator,
-    "produce-to-the-first-topic": ops.Produce,
-    "grow-the-first-topic": admin.CreatePartitions,
-}
+
+
+def _step_class(step) -> type:
+    return _NAMED_STEPS[step][0] if step in _NAMED_STEPS else step
 
 
 def _step_draw(step) -> st.SearchStrategy:
-    return _STEP_DRAWS[step] if step in _STEP_DRAWS else DRAWN[step]
+    return _NAMED_STEPS[step][1] if step in _NAMED_STEPS else DRAWN[step]
 
 
 _KEEP_STEP = st.integers(0, 9)  # 9 in 10: the step is taken
