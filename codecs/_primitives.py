@@ -24,7 +24,15 @@ class MalformedVarint(ValueError):
 
 
 def read_uvarint(buf, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``."""
+    """Unsigned LEB128 of at most 5 bytes, as Kafka's ``readUnsignedVarint`` reads it: into a Java int,
+    so the fifth byte's top bits fall off and a value from 2**31 reads negative (a compact length
+    ``ff ff ff ff 0f`` is -1 before the -1 of the encoding: null)."""
+    value, pos = _read_uvarint32(buf, pos)
+    return (value - (1 << 32) if value & 0x80000000 else value), pos
+
+
+def _read_uvarint32(buf, pos: int) -> tuple[int, int]:
+    """The low 32 bits of an unsigned LEB128 of at most 5 bytes."""
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
@@ -35,13 +43,15 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
         b = buf[pos]
         value |= (b & 0x7F) << shift
         if b < 0x80:
-            return value, pos + 1
+            return value & 0xFFFFFFFF, pos + 1
         shift += 7
         if shift > 28:
             raise MalformedVarint("unsigned varint longer than 5 bytes")
 
 
 def _read_uvarlong(buf, pos: int) -> tuple[int, int]:
+    """The low 64 bits of an unsigned LEB128 of at most 10 bytes (Kafka's ``readVarlong`` shifts into a
+    Java long)."""
     value = 0
     shift = 0
     while True:
@@ -49,7 +59,7 @@ def _read_uvarlong(buf, pos: int) -> tuple[int, int]:
         pos += 1
         value |= (b & 0x7F) << shift
         if b < 0x80:
-            return value, pos
+            return value & 0xFFFFFFFFFFFFFFFF, pos
         shift += 7
         if shift > 63:
             raise MalformedVarint("varlong longer than 10 bytes")
@@ -57,7 +67,7 @@ def _read_uvarlong(buf, pos: int) -> tuple[int, int]:
 
 def read_varint(buf, pos: int) -> tuple[int, int]:
     """Zig-zag signed varint (32 bits)."""
-    raw, pos = read_uvarint(buf, pos)
+    raw, pos = _read_uvarint32(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
 
 

@@ -55,7 +55,7 @@ class DecoderEmitter:
                     c("tag, pos = _uvarint(buf, pos)")
                     c("size, pos = _uvarint(buf, pos)")
                     c("end = pos + size")
-                    c("if end > blen:")
+                    c("if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java")
                     with c.indent():
                         c("raise _Short")
                     keyword = "if"

@@ -122,7 +122,7 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -212,7 +212,7 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -292,7 +292,7 @@ def _dec_AlterUserScramCredentialsRequest_v0(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -411,7 +411,7 @@ def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(bu
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -477,7 +477,7 @@ def _dec_AlterUserScramCredentialsResponse_v0(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end

@@ -227,7 +227,7 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -292,7 +292,7 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -385,7 +385,7 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -487,7 +487,7 @@ def _dec_BeginQuorumEpochRequest_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -656,7 +656,7 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -721,7 +721,7 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -792,7 +792,7 @@ def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -847,7 +847,7 @@ def _dec_BeginQuorumEpochResponse_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 n0 = buf[pos]

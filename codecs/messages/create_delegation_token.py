@@ -212,7 +212,7 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -276,7 +276,7 @@ def _dec_CreateDelegationTokenRequest_v2(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -379,7 +379,7 @@ def _dec_CreateDelegationTokenRequest_v3(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -648,7 +648,7 @@ def _dec_CreateDelegationTokenResponse_v2(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -857,7 +857,7 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end

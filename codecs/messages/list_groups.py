@@ -93,7 +93,7 @@ def _dec_ListGroupsRequest_v3(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -161,7 +161,7 @@ def _dec_ListGroupsRequest_v4(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -280,7 +280,7 @@ def _dec_ListGroupsRequest_v5(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -501,7 +501,7 @@ def _dec_ListGroupsResponse_ListedGroup_v3(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -563,7 +563,7 @@ def _dec_ListGroupsResponse_v3(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -670,7 +670,7 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -742,7 +742,7 @@ def _dec_ListGroupsResponse_v4(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -872,7 +872,7 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -954,7 +954,7 @@ def _dec_ListGroupsResponse_v5(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end

@@ -185,7 +185,7 @@ def _dec_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -239,7 +239,7 @@ def _dec_ShareFetchRequest_FetchPartition_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -293,7 +293,7 @@ def _dec_ShareFetchRequest_FetchTopic_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -352,7 +352,7 @@ def _dec_ShareFetchRequest_ForgottenTopic_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -468,7 +468,7 @@ def _dec_ShareFetchRequest_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -581,7 +581,7 @@ def _dec_ShareFetchResponse_LeaderIdAndEpoch_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -609,7 +609,7 @@ def _dec_ShareFetchResponse_AcquiredRecords_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -717,7 +717,7 @@ def _dec_ShareFetchResponse_PartitionData_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -807,7 +807,7 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -893,7 +893,7 @@ def _dec_ShareFetchResponse_NodeEndpoint_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end
@@ -1001,7 +1001,7 @@ def _dec_ShareFetchResponse_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             unknown.append((tag, bytes(buf[pos:end])))
             pos = end

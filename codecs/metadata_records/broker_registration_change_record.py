@@ -70,7 +70,7 @@ def _dec_BrokerRegistrationChangeRecord_v0(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 f_fenced, = _S1.unpack_from(buf, pos)
@@ -114,7 +114,7 @@ def _dec_BrokerRegistrationChangeRecord_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 f_fenced, = _S1.unpack_from(buf, pos)
@@ -166,7 +166,7 @@ def _dec_BrokerRegistrationChangeRecord_v2(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 f_fenced, = _S1.unpack_from(buf, pos)

@@ -174,7 +174,7 @@ def _dec_PartitionRecord_v0(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 f_leader_recovery_state, = _S3.unpack_from(buf, pos)
@@ -372,7 +372,7 @@ def _dec_PartitionRecord_v1(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 f_leader_recovery_state, = _S3.unpack_from(buf, pos)
@@ -576,7 +576,7 @@ def _dec_PartitionRecord_v2(buf, pos):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             end = pos + size
-            if end > blen:
+            if size < 0 or end > blen:  # a size past 2**31 reads negative, as in Java
                 raise _Short
             if tag == 0:
                 f_leader_recovery_state, = _S3.unpack_from(buf, pos)

@@ -199,3 +199,38 @@ def test_strategies_reach_the_length_prefix_boundaries():
     many = find(sized_lists(st.just("g"), 3, scalar=True), lambda groups: len(groups) >= 128)
     value = DescribeGroupsRequest(groups=many)
     assert DescribeGroupsRequest.decode(value.encode(5), 5) == value
+
+
+# Kafka reads an unsigned varint into a Java int (ByteUtils.readUnsignedVarint: the fifth byte is shifted
+# by 28 and its top bits fall off), so ff ff ff ff 0f is -1, and a compact length is that minus 1.
+_MINUS_ONE = b"\xff\xff\xff\xff\x0f"
+
+
+@pytest.mark.parametrize("pure", [True, False], ids=["pure", "native-or-pure"])
+def test_a_five_byte_varint_reads_as_a_java_int(pure):
+    from contextlib import nullcontext
+
+    from kconform.codecs import _native
+    from kconform.codecs._primitives import read_uvarint, read_varint
+    from kconform.codecs.messages import ApiVersionsRequest, MetadataRequest
+
+    assert read_uvarint(_MINUS_ONE, 0) == (-1, 5) and read_uvarint(b"\xff\xff\xff\xff\x7f", 0) == (-1, 5)
+    assert read_uvarint(b"\x80\x80\x80\x80\x08", 0) == (-(2**31), 5)
+    assert (
+        read_varint(_MINUS_ONE, 0) == (-(2**31), 5)
+        and read_varint(b"\xfe\xff\xff\xff\x0f", 0)[0] == 2**31 - 1
+    )
+    with _native.pure_python() if pure else nullcontext():
+        # a nullable compact array whose length reads negative is null (MetadataRequest v9: every topic)
+        every_topic = MetadataRequest(topics=None).encode(9)
+        assert every_topic[0] == 0  # null, written as length 0
+        assert MetadataRequest.decode(_MINUS_ONE + every_topic[1:], 9).topics is None
+        # a non-nullable compact string whose length reads negative is refused
+        request = ApiVersionsRequest(client_software_name="k", client_software_version="1").encode(3)
+        assert request[0] == 2  # the name's compact length, 1 + 1
+        with pytest.raises(DecodeError):
+            ApiVersionsRequest.decode(_MINUS_ONE + request[1:], 3)
+        # a tagged field whose size reads negative is refused, not read backwards
+        assert request[-1] == 0  # no tagged fields
+        with pytest.raises(DecodeError):
+            ApiVersionsRequest.decode(request[:-1] + b"\x01\x05" + _MINUS_ONE, 3)
