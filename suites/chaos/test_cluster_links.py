@@ -171,3 +171,27 @@ def test_the_replication_catalogue_runs_on_clusters_and_names_its_topic_settings
     assert drawn.schedule(12.0, seed=1) == drawn.schedule(12.0, seed=1)
     assert drawn.schedule(12.0, seed=1) != drawn.schedule(12.0, seed=2)
     assert all(step.links != ("*",) for step in drawn.schedule(12.0, seed=1).steps)
+
+
+@pytest.mark.parametrize("duration", [10.0, 12.0])
+def test_a_cut_that_must_shrink_the_isr_outlasts_the_leaders_expiry_check(duration):
+    """A follower leaves the ISR once it has been behind for replica.lag.time.max.ms, as the leader
+    sees at its expiry check every half of that (Kafka's ReplicaManager schedules isr-expiration at
+    replicaLagTimeMaxMs / 2): up to 1.5 x the lag after the cut begins, then an AlterPartition and a
+    Metadata sample. A scenario that must show an ISR shrink keeps its first cut on for twice the lag,
+    so a loaded machine still sees it."""
+    from kconform.harness.chaos.cluster_topology import CHAOS_CLUSTER_SETTINGS
+    from kconform.harness.chaos.scenarios import load_catalogue
+
+    checked = 0
+    for scenario in load_catalogue(name="replication").values():
+        if scenario.bites != "isr-shrinks":
+            continue
+        settings = {**CHAOS_CLUSTER_SETTINGS, **scenario.broker}
+        lag_ms = int(settings["replica.lag.time.max.ms"])
+        cuts = [s for s in scenario.schedule(duration).steps if s.fault in ("isolate", "kill", "partition")]
+        if not cuts:  # a flapping link shrinks the ISR by its rhythm, not by one long cut
+            continue
+        assert cuts[0].duration >= 2 * lag_ms / 1000, (scenario.name, cuts[0], lag_ms)
+        checked += 1
+    assert checked >= 3
