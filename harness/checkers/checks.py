@@ -329,11 +329,17 @@ def poll_order(ix: _Index) -> list[Finding]:
 
 
 def send_order(ix: _Index) -> list[Finding]:
-    """nonmonotonic-send: a process's later acknowledged send to a partition landed at a lower offset
-    (int-nonmonotonic-send inside one operation). Not when the earlier send was lost to a leader
-    change: the new leader handed its offset out again, and the loss is the finding."""
+    """nonmonotonic-send: a process's later-sent acknowledged send to a partition landed at a lower
+    offset (int-nonmonotonic-send inside one operation). Sends are taken in the order the process
+    made them (their invocations), not the order their acknowledgements came: a producer with several
+    requests in flight may see an earlier batch acknowledged after a later one (its first answer was
+    a retriable error although the batch was written, and the retry found the write), which Kafka's
+    own producer does too; what idempotence promises is that offsets follow the order of sending.
+    Not when the earlier send was lost to a leader change: the new leader handed its offset out
+    again, and the loss is the finding."""
     out = []
-    last: dict[tuple[int, tuple], tuple[int, Op, object]] = {}  # -> (offset, op, value)
+    invoked = {send.value: op.index for op in ix.history.ops if op.type == "invoke" for send in op.sends()}
+    acknowledged: list[tuple[int, Op, Send]] = []
     for op in ix.history.ops:
         if op.type != "ok":
             continue
@@ -350,21 +356,25 @@ def send_order(ix: _Index) -> list[Finding]:
                     )
                 )
             within[send.partition] = send.offset
-            key = (op.process, send.partition)
-            if (
-                key in last
-                and last[key][1] is not op
-                and send.offset <= last[key][0]
-                and not _lost_to_a_failover(ix, last[key][2])  # a new leader reused its offsets
-            ):
-                out.append(
-                    Finding(
-                        "nonmonotonic-send",
-                        (last[key][1].index, op.index),
-                        f"{send.partition}: offset {last[key][0]} then {send.offset}",
-                    )
+            acknowledged.append((invoked.get(send.value, op.index), op, send))
+    last: dict[tuple[int, tuple], tuple[int, Op, object]] = {}  # -> (offset, op, value)
+    for _, op, send in sorted(acknowledged, key=lambda entry: entry[0]):  # stable: an op's own order
+        key = (op.process, send.partition)
+        if (
+            key in last
+            and last[key][1] is not op
+            and send.offset <= last[key][0]
+            and not _lost_to_a_failover(ix, last[key][2])  # a new leader reused its offsets
+        ):
+            earlier, later = sorted((last[key][1].index, op.index))
+            out.append(
+                Finding(
+                    "nonmonotonic-send",
+                    (earlier, later),
+                    f"{send.partition}: offset {last[key][0]} sent before offset {send.offset}",
                 )
-            last[key] = (send.offset, op, send.value)
+            )
+        last[key] = (send.offset, op, send.value)
     return out
 
 

@@ -397,7 +397,10 @@ class Sender:
 
         txn = self.txn
         producer_id, epoch = await init_producer_id(self.client, txn, bump=bump)
-        txn.set_producer(producer_id, epoch)
+        if bump:
+            txn.bump_epoch(producer_id, epoch)
+        else:
+            txn.set_producer(producer_id, epoch)
 
     async def _add_partitions(self) -> None:
         from .transactions import add_partitions

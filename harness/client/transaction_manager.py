@@ -4,8 +4,12 @@ Idempotence: each partition's batches carry consecutive sequence numbers from 0 
 id and epoch. A batch keeps its sequence across retries, so the broker can drop a duplicate; a
 retried batch goes out only when it is the oldest one in flight for its partition, so a retry never
 overtakes an older batch. When a batch fails for good after taking a sequence, the partition's
-sequence has a hole the broker will never see filled: the producer bumps its epoch (KIP-360) and
-starts every partition again from 0, as the Java client does.
+sequence has a hole the broker will never see filled: the producer bumps its epoch (KIP-360). As in the
+Java client, only the partitions with a hole start again from 0 at once (their retries re-sequenced:
+TransactionManager.partitionsToRewriteSequences); every other partition finishes what it has in flight
+under the old epoch, retries included, and starts from 0 under the new one only when nothing is left.
+Re-sequencing a retry there could put it behind a later batch the broker already took (a new leader
+that never saw the retry's first attempt takes any sequence from an unknown producer).
 
 Transactions: the states and the moves between them are the table below (TransactionManager.State);
 a move not in the table is the caller's mistake and raises ``IllegalTransactionState``."""
@@ -64,6 +68,8 @@ class TransactionManager:
         self.epoch_bump_required = False
         self._next_sequence: dict[tuple[str, int], int] = {}
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
+        self._epoch_of: dict[tuple[str, int], int] = {}  # the epoch a partition's sequences run under
+        self._rewrite: set[tuple[str, int]] = set()  # partitions with a hole: from 0 at the next bump
         self.partitions_in_txn: set[tuple[str, int]] = set()
         self.pending_partitions: set[tuple[str, int]] = set()  # written to, not yet added
         self.offsets_group_added = False
@@ -118,9 +124,26 @@ class TransactionManager:
         changed = producer_id != self.producer_id or epoch != self.producer_epoch
         self.producer_id = producer_id
         self.producer_epoch = epoch
-        if changed:  # the sender bumps only with nothing on the wire: every partition starts again
+        if changed:  # a new producer (or a transactional one after its transaction): all from 0
             self._next_sequence.clear()
             self._in_flight.clear()
+            self._epoch_of.clear()
+            self._rewrite.clear()
+        self.epoch_bump_required = False
+
+    def bump_epoch(self, producer_id: int, epoch: int) -> None:
+        """An idempotent producer's epoch bump (TransactionManager.bumpIdempotentProducerEpoch): the
+        partitions with a hole start again from 0; the others keep their sequences under the old epoch
+        until their last batch in flight is done."""
+        if producer_id != self.producer_id:
+            self.set_producer(producer_id, epoch)
+            return
+        self.producer_epoch = epoch
+        for tp in self._rewrite:
+            self._next_sequence.pop(tp, None)
+            self._in_flight.pop(tp, None)
+            self._epoch_of.pop(tp, None)
+        self._rewrite.clear()
         self.epoch_bump_required = False
 
     def begin(self) -> None:
@@ -157,21 +180,30 @@ class TransactionManager:
         if self.transactional and tp not in self.partitions_in_txn:
             return False
         in_flight = self._in_flight.get(tp)
-        if not batch.has_sequence or batch.producer_epoch != self.producer_epoch:
-            # A new (or re-sequenced) batch waits while older-epoch batches are still out.
-            return not in_flight or all(b.producer_epoch == self.producer_epoch for b in in_flight)
-        # A retry goes only as the oldest batch in flight, so it cannot overtake anything.
-        return not in_flight or in_flight[0] is batch
+        if self._keeps_sequence(batch):
+            # A retry goes only as the oldest batch in flight, so it cannot overtake anything.
+            return not in_flight or in_flight[0] is batch
+        # A new (or re-sequenced) batch waits while the partition's older-epoch batches are still out.
+        return not in_flight or self._epoch_of.get(tp) == self.producer_epoch
+
+    def _keeps_sequence(self, batch: ProducerBatch) -> bool:
+        """Whether a batch's sequence still stands: it was stamped under the epoch its partition's
+        sequences run under."""
+        tp = (batch.topic, batch.partition)
+        return batch.has_sequence and batch.producer_epoch == self._epoch_of.get(tp)
 
     def assign(self, batch: ProducerBatch) -> None:
         """Stamp producer id, epoch and (first time, or after an epoch bump) a sequence."""
         tp = (batch.topic, batch.partition)
         in_flight = self._in_flight.setdefault(tp, [])
-        if batch.has_sequence and batch.producer_epoch == self.producer_epoch:
+        if self._keeps_sequence(batch):
             if batch not in in_flight:
                 in_flight.append(batch)
                 in_flight.sort(key=lambda b: b.base_sequence)
             return
+        if self._epoch_of.get(tp) != self.producer_epoch:  # nothing older in flight (may_send): from 0
+            self._epoch_of[tp] = self.producer_epoch
+            self._next_sequence[tp] = 0
         sequence = self._next_sequence.get(tp, 0)
         batch.producer_id = self.producer_id
         batch.producer_epoch = self.producer_epoch
@@ -191,7 +223,8 @@ class TransactionManager:
         in_flight = self._in_flight.get((batch.topic, batch.partition))
         if in_flight and batch in in_flight:
             in_flight.remove(batch)
-        if failed and batch.has_sequence and batch.producer_epoch == self.producer_epoch:
+        if failed and self._keeps_sequence(batch):
+            self._rewrite.add((batch.topic, batch.partition))
             self.epoch_bump_required = True
 
     def replace_with_pieces(self, big: ProducerBatch, pieces: list[ProducerBatch]) -> None:
@@ -199,7 +232,7 @@ class TransactionManager:
         in_flight = self._in_flight.setdefault((big.topic, big.partition), [])
         if big in in_flight:
             in_flight.remove(big)
-        in_flight.extend(p for p in pieces if p.has_sequence and p.producer_epoch == self.producer_epoch)
+        in_flight.extend(p for p in pieces if self._keeps_sequence(p))
         in_flight.sort(key=lambda b: b.base_sequence)
 
     def in_flight_batches(self) -> int:

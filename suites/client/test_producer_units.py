@@ -209,10 +209,52 @@ def test_a_failed_sequenced_batch_needs_an_epoch_bump_that_restarts_sequences():
     txn.assign(b)
     txn.done(a, failed=True)
     assert txn.epoch_bump_required and not txn.may_send(b)
-    txn.set_producer(5, 1)
+    txn.bump_epoch(5, 1)
     assert txn.may_send(b)  # b now counts as new: re-sequenced from 0 under epoch 1
     txn.assign(b)
     assert (b.producer_epoch, b.base_sequence) == (1, 0)
+    loop.close()
+
+
+def test_an_epoch_bump_restarts_only_the_partition_with_the_hole():
+    """Partition 0 lost batch c for good; partition 1's a went out, had no answer and waits to be
+    retried, and b, sent after it to a new leader that never saw a, was acknowledged. The bump
+    rewrites partition 0 only: a keeps (epoch 0, sequence 0), so the broker that took b's sequence 3
+    refuses it as out of order rather than writing it after b under a fresh epoch; a new batch of
+    partition 1 waits for a, then starts from 0 under epoch 1 (Java's partitionsToRewriteSequences
+    and RecordAccumulator's hold on new batches while older-epoch ones are in flight)."""
+    loop = asyncio.new_event_loop()
+    txn = TransactionManager(None, 60_000)
+    txn.set_producer(5, 0)
+    a, b = _batch(loop, partition=1), _batch(loop, partition=1)
+    c, d = _batch(loop, partition=0), _batch(loop, partition=0)
+    for batch in (a, b, c, d):
+        txn.assign(batch)
+    txn.done(b, failed=False)
+    txn.done(c, failed=True)
+    assert txn.epoch_bump_required
+    txn.bump_epoch(5, 1)
+    assert not txn.epoch_bump_required
+    assert txn.may_send(d)  # partition 0 starts again: its retry re-sequenced from 0 under epoch 1
+    txn.assign(d)
+    assert (d.producer_epoch, d.base_sequence) == (1, 0)
+    assert txn.may_send(a) and txn.is_next_in_flight(a)
+    txn.assign(a)
+    assert (a.producer_epoch, a.base_sequence) == (0, 0)  # not re-sequenced
+    e = _batch(loop, partition=1)
+    assert not txn.may_send(e)  # waits while partition 1 has an epoch-0 batch in flight
+    txn.done(a, failed=True)  # OUT_OF_ORDER_SEQUENCE_NUMBER: a fails, and partition 1 has a hole now
+    assert txn.epoch_bump_required
+    txn.bump_epoch(5, 2)
+    assert txn.may_send(e)
+    txn.assign(e)
+    assert (e.producer_epoch, e.base_sequence) == (2, 0)
+    f = _batch(loop, partition=0)
+    assert not txn.may_send(f)  # partition 0 had no hole at the second bump: d finishes under epoch 1
+    txn.done(d, failed=False)
+    assert txn.may_send(f)
+    txn.assign(f)
+    assert (f.producer_epoch, f.base_sequence) == (2, 0)
     loop.close()
 
 

@@ -123,6 +123,26 @@ def test_a_process_whose_later_send_lands_earlier():
     assert "nonmonotonic-send" not in found(h, expected_anomalies(idempotence=False, retries=True))
 
 
+def test_sends_are_ordered_by_when_they_were_sent_not_when_they_were_acknowledged():
+    # A pipelining producer: "first" is answered with a retriable error although it was written, and
+    # its retry is acknowledged after "second" was. Its offset is still the lower one: in order.
+    h = History()
+    h.add(1, "invoke", [Send(P, "first")])
+    h.add(1, "invoke", [Send(P, "second")])
+    h.add(1, "ok", [Send(P, "second", 5)])
+    h.add(1, "ok", [Send(P, "first", 4)])
+    poll(h, 9, [(4, "first"), (5, "second")])
+    assert "nonmonotonic-send" not in found(h)
+    # The same acknowledgements with the offsets the other way round: "second" overtook "first".
+    h = History()
+    h.add(1, "invoke", [Send(P, "first")])
+    h.add(1, "invoke", [Send(P, "second")])
+    h.add(1, "ok", [Send(P, "second", 4)])
+    h.add(1, "ok", [Send(P, "first", 5)])
+    poll(h, 9, [(4, "second"), (5, "first")])
+    assert "nonmonotonic-send" in found(h)
+
+
 def test_dependency_cycles_between_transactions():
     # T1 writes a then (later in P) T2 writes b; in Q, T2's c comes before T1's d: ww both ways -> G0
     h = History()
