@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from ..bench.commands import bench
-from . import broker, campaign, capture, chaos, cluster, codecs, diff, diff_frames, report, toxiproxy
+from . import broker, campaign, capture, chaos, cluster, codecs, conform, diff, diff_frames, report, toxiproxy
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,6 +25,7 @@ cli.add_command(diff.repro)
 cli.add_command(diff_frames.diff_frames)
 cli.add_command(toxiproxy.toxiproxy)
 cli.add_command(chaos.chaos)
+cli.add_command(conform.conform)
 cli.add_command(capture.capture)
 cli.add_command(capture.dissect)
 cli.add_command(campaign.campaign)

@@ -1,0 +1,159 @@
+"""Running the catalogue against one target: every rule at every version both the rule and the target
+cover (or only the two ends of that range), each test in a session of its own, a few side by side.
+
+An outcome is ``pass``, ``fail`` (the target did not do what Kafka does: the field and both values),
+``not-applicable`` (the target does not serve the API at the rule's versions, or the rule needs what
+the target cannot give) or ``error`` (a set-up step failed, so the rule was not checked)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+from .catalogue import Rule, RuleFailed
+from .session import RuleSession, SetupFailed
+
+__all__ = ["OUTCOMES", "Outcome", "run_rules"]
+
+OUTCOMES = ("pass", "fail", "not-applicable", "error")
+_CHECK_TIMEOUT_S = 30.0
+_SIDE_BY_SIDE = 8
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rule: str
+    api: str
+    api_key: int
+    family: str
+    version: int  # -1 when the rule did not run at any version
+    target: str
+    outcome: str
+    field: str = ""
+    expected: str = ""
+    got: str = ""
+    detail: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def versions_to_run(rule: Rule, served: tuple[int, int] | None, pick: str) -> list[int]:
+    versions = rule.versions_on(served)
+    if rule.once and versions:
+        return versions[-1:]
+    if pick == "ends" and len(versions) > 2:
+        return [versions[0], versions[-1]]
+    return versions
+
+
+def _skip(rule: Rule, target: str, why: str) -> Outcome:
+    return Outcome(rule.id, rule.api_name, rule.api, rule.family, -1, target, "not-applicable", detail=why)
+
+
+async def run_rules(
+    rules: Iterable[Rule],
+    *,
+    target: str,
+    bootstrap: str,
+    served: dict[int, tuple[int, int]],
+    can: frozenset[str] = frozenset(),
+    pick: str = "all",
+    on_outcome: Callable[[Outcome], None] | None = None,
+    side_by_side: int = _SIDE_BY_SIDE,
+) -> list[Outcome]:
+    """Every test's outcome, in catalogue order. ``served`` is what the target advertises; ``can`` what
+    it gives beyond the protocol (``needs`` a rule may have)."""
+    rules = list(rules)
+    gate = asyncio.Semaphore(side_by_side)
+    jobs: list[asyncio.Future] = []
+    done: list[Outcome] = []
+
+    def note(outcome: Outcome) -> Outcome:
+        if on_outcome is not None:
+            on_outcome(outcome)
+        return outcome
+
+    async def one(rule: Rule, version: int) -> Outcome:
+        async with gate:
+            return note(await _run_one(rule, version, target, bootstrap, served))
+
+    for rule in rules:
+        missing = rule.needs - can
+        if missing:
+            done.append(note(_skip(rule, target, f"needs {', '.join(sorted(missing))}")))
+            continue
+        versions = versions_to_run(rule, served.get(rule.api), pick)
+        if not versions:
+            served_range = served.get(rule.api)
+            where = f"v{served_range[0]}-{served_range[1]}" if served_range else "no version"
+            why = f"{rule.api_name} v{rule.versions[0]}-{rule.versions[1]} not served (the target: {where})"
+            done.append(note(_skip(rule, target, why)))
+            continue
+        jobs += [asyncio.ensure_future(one(rule, v)) for v in versions]
+    done += await asyncio.gather(*jobs)
+    order = {rule.id: i for i, rule in enumerate(rules)}
+    return sorted(done, key=lambda o: (order[o.rule], o.version))
+
+
+async def _run_one(rule: Rule, version: int, target: str, bootstrap: str, served) -> Outcome:
+    started = time.monotonic()
+    session = RuleSession(bootstrap, rule.id.replace(".", "-"), served)
+    fields: dict = {}
+    try:
+        await asyncio.wait_for(rule.check(session, version), _CHECK_TIMEOUT_S)
+        outcome = "pass"
+    except RuleFailed as failed:
+        outcome = "fail"
+        fields = {
+            "field": failed.field,
+            "expected": _text(failed.expected),
+            "got": _text(failed.got),
+            "detail": failed.note,
+        }
+    except TimeoutError:
+        outcome = "fail"
+        fields = {"field": "fate", "expected": "answered", "got": f"nothing within {_CHECK_TIMEOUT_S:.0f} s"}
+    except SetupFailed as exc:
+        outcome, fields = "error", {"detail": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a check that broke is reported, and the run goes on
+        outcome, fields = "error", {"detail": f"{type(exc).__name__}: {exc}"}
+    finally:
+        try:
+            await asyncio.wait_for(session.close(), 5)
+        except Exception:  # noqa: BLE001, S110 - closing a dead connection changes no outcome
+            pass
+    return Outcome(
+        rule.id,
+        rule.api_name,
+        rule.api,
+        rule.family,
+        version,
+        target,
+        outcome,
+        seconds=round(time.monotonic() - started, 3),
+        **fields,
+    )
+
+
+def _text(value) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def reference_served(kafka_version: str | None = None) -> dict[int, tuple[int, int]]:
+    """What a single reference node advertises (answering as ``kafka_version``, default the newest
+    release the codecs cover), known without starting one."""
+    from kconform.codecs.releases import kafka_release, newest_covered_release
+    from kconform.reference_broker.dispatch import registered_handlers, release_versions
+
+    release = kafka_release(kafka_version) if kafka_version else newest_covered_release()
+    return release_versions(release, registered_handlers())[0]
+
+
+def runs_on(rule: Rule, served: dict[int, tuple[int, int]], can: frozenset[str] = frozenset()) -> bool:
+    """Whether a rule has at least one test on a target serving ``served``."""
+    return not rule.needs - can and bool(rule.versions_on(served.get(rule.api)))
