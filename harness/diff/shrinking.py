@@ -2,7 +2,8 @@
 not a re-run of the whole campaign. Chunks of operations are dropped (halves, then quarters, down to
 single operations), then every operation is tried at the lowest version (and chunks dropped again),
 then each remaining operation's fields are moved towards simpler values (all of an operation's at
-once, then one at a time); a change is kept whenever the smaller case still shows the cause. Pure
+once, then one at a time), then chunks are dropped once more (a simpler field may have freed an
+operation); a change is kept whenever the smaller case still shows the cause. Pure
 over ``shows`` (a replay in a namespace of its own, awaited, so that several causes shrink side by side
 on the same targets), so it is tested without a broker."""
 
@@ -46,6 +47,12 @@ async def shrink_case(
     steps = (_drop_chunks, _lowest_versions, _simplify_fields) if simplify else (_drop_chunks,)
     for step in steps:
         current, done = await step(current, still_shows)
+        if not done:
+            return ShrinkResult(current, replays, False)
+    if simplify and len(current) > 1:
+        # Simpler fields may free an operation that was needed before (an idempotent producer needs
+        # no AddPartitionsToTxn): drop again, once
+        current, done = await _drop_chunks(current, still_shows)
         if not done:
             return ShrinkResult(current, replays, False)
     return ShrinkResult(current, replays, True)

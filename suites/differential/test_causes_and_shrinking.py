@@ -126,3 +126,29 @@ def test_a_cause_that_needs_fewer_steps_at_a_lower_version_loses_them():
     # a cause the lowest version does not show keeps the versions drawn
     needs_them = shrink_case(case, lambda candidate: len(candidate) >= 3 and candidate[0].version_pick)
     assert needs_them.finished and [op.version_pick for op in needs_them.case] == [4, 5, 6]
+
+
+def test_an_operation_a_simpler_field_frees_is_dropped_at_the_end():
+    """A produce by a transactional producer needs its partition added first; once the producer is
+    made idempotent (a field moved to its simpler value) the AddPartitionsToTxn is needed no more and
+    the last pass drops it."""
+    from kconform.harness.diff import operations_txn as txn
+
+    case = [
+        ops.CreateTopic(0, topic=0, partitions=1),
+        txn.InitProducerId(0, producer=1, transactional=True),
+        txn.AddPartitionsToTxn(0, producer=1),
+        txn.ProducerProduce(0, producer=1, transactional=False),
+    ]
+
+    def shows(candidate):
+        kinds = [type(op) for op in candidate]
+        if txn.ProducerProduce not in kinds or txn.InitProducerId not in kinds:
+            return False
+        init = next(op for op in candidate if isinstance(op, txn.InitProducerId))
+        return not init.transactional or txn.AddPartitionsToTxn in kinds
+
+    result = shrink_case(case, shows)
+    assert result.finished
+    assert [type(op) for op in result.case] == [txn.InitProducerId, txn.ProducerProduce]
+    assert not result.case[0].transactional
