@@ -163,3 +163,45 @@ async def correlation_id_echoed(s: RuleSession, version: int) -> None:
 
 def _api_versions_request() -> ApiVersionsRequest:
     return ApiVersionsRequest(client_software_name="kconform", client_software_version="1.0")
+
+
+@rule(
+    "protocol.pipelined-requests-answered-in-order",
+    api=API_VERSIONS,
+    versions=(0, 4),
+    source="SocketServer.Processor.processCompletedReceives mute",
+    family="protocol",
+)
+async def pipelined_requests_in_order(s: RuleSession, version: int) -> None:
+    """Requests sent back to back on one connection are answered in the order they were sent (the
+    broker reads the next request of a connection only once the previous one is answered)."""
+    client = await s.raw()
+    sent = [await client.send(API_VERSIONS, version, _api_versions_request()) for _ in range(5)]
+    answered = []
+    for _ in sent:
+        try:
+            reply = await client.receive(_CLOSE_WAIT_S)
+        except Exception as exc:  # an answer out of turn: the raw client names both ids
+            raise RuleFailed("correlation_id order", sent, str(exc)) from None
+        answered.append(reply.correlation_id if reply.answered else reply.fate.value)
+    expect("correlation_id order", answered, sent)
+
+
+@rule(
+    "api-versions.connection-stays-open-after-unsupported-version",
+    api=API_VERSIONS,
+    versions=(0, 4),
+    source="KafkaApis.handleApiVersionsRequest ApiVersionsRequest.getErrorResponse",
+    family="protocol",
+    since="2.4",
+)
+async def api_versions_retry_on_same_connection(s: RuleSession, version: int) -> None:
+    """After answering an ApiVersions request above its range with UNSUPPORTED_VERSION, the broker keeps
+    the connection open and answers the client's retry at a version it serves (KIP-511)."""
+    client = await s.raw()
+    above = s.versions[API_VERSIONS][1] + 1
+    await client.send_raw(API_VERSIONS, above, b"\x00\x00\x00")
+    first = await client.receive(_CLOSE_WAIT_S)
+    expect("fate of the request above the range", first.fate.value, "answered")
+    body = await s.call(client, API_VERSIONS, version, _api_versions_request())
+    expect_error("error_code of the retry", body.error_code, Errors.NONE)

@@ -50,6 +50,7 @@ def run_conformance(
             can=frozenset(getattr(target, "conform_can", ())),
             pick=pick,
             on_outcome=on_outcome,
+            handle=target,
         )
     )
     summary = ledger(outcomes, target=target.name, served=served)

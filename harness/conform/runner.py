@@ -8,6 +8,7 @@ the target cannot give) or ``error`` (a set-up step failed, so the rule was not 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -64,22 +65,31 @@ async def run_rules(
     pick: str = "all",
     on_outcome: Callable[[Outcome], None] | None = None,
     side_by_side: int = _SIDE_BY_SIDE,
+    handle=None,
 ) -> list[Outcome]:
     """Every test's outcome, in catalogue order. ``served`` is what the target advertises; ``can`` what
-    it gives beyond the protocol (``needs`` a rule may have)."""
+    it gives beyond the protocol (``needs`` a rule may have). ``handle``, a started target, lets a run
+    go on past a crash: the target is restarted, the tests the crash met are run again one at a time,
+    and the one that crashes it alone fails with the crash as what it got."""
     rules = list(rules)
     gate = asyncio.Semaphore(side_by_side)
     jobs: list[asyncio.Future] = []
     done: list[Outcome] = []
+    crashes = _Crashes(handle, bootstrap)
 
     def note(outcome: Outcome) -> Outcome:
         if on_outcome is not None:
             on_outcome(outcome)
         return outcome
 
-    async def one(rule: Rule, version: int) -> Outcome:
+    async def one(rule: Rule, version: int) -> Outcome | None:
         async with gate:
-            return note(await _run_one(rule, version, target, bootstrap, served))
+            generation = crashes.generation
+            outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
+            if outcome.outcome in ("fail", "error") and await crashes.met(generation):
+                crashes.again.append((rule, version))
+                return None
+            return note(outcome)
 
     for rule in rules:
         missing = rule.needs - can
@@ -94,9 +104,61 @@ async def run_rules(
             done.append(note(_skip(rule, target, why)))
             continue
         jobs += [asyncio.ensure_future(one(rule, v)) for v in versions]
-    done += await asyncio.gather(*jobs)
+    done += [o for o in await asyncio.gather(*jobs) if o is not None]
+    for rule, version in crashes.again:  # alone, on a fresh target: a crash is this test's own
+        await crashes.restart()
+        outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
+        if outcome.outcome in ("fail", "error"):
+            await asyncio.sleep(0.5)  # a process that closed its sockets as it died is gone by now
+        if not crashes.alive():
+            report = crashes.report()
+            await crashes.restart()
+            outcome = dataclasses.replace(
+                outcome,
+                outcome="fail",
+                field="fate",
+                expected="answered",
+                got="the target crashed",
+                detail=report[-200:],
+            )
+        done.append(note(outcome))
     order = {rule.id: i for i, rule in enumerate(rules)}
     return sorted(done, key=lambda o: (order[o.rule], o.version))
+
+
+class _Crashes:
+    """The target's restarts during a run: a test that failed while the target was down, or across a
+    restart, is run again later."""
+
+    def __init__(self, handle, bootstrap: str) -> None:
+        self.handle = handle
+        self.bootstrap = bootstrap
+        self.generation = 0
+        self.again: list[tuple[Rule, int]] = []
+        self._lock = asyncio.Lock()
+
+    def alive(self) -> bool:
+        return self.handle is None or self.handle.alive()
+
+    async def met(self, generation: int) -> bool:
+        if self.handle is None:
+            return False
+        async with self._lock:
+            if generation == self.generation and self.alive():
+                return False
+            if self.alive():  # restarted since the test began
+                return True
+            await self.restart()
+            return True
+
+    def report(self) -> str:
+        report = self.handle.crash_report() if hasattr(self.handle, "crash_report") else ""
+        return report or "the target process ended"
+
+    async def restart(self) -> None:
+        await asyncio.to_thread(self.handle.restart)
+        self.generation += 1
+        self.bootstrap = self.handle.bootstrap
 
 
 async def _run_one(rule: Rule, version: int, target: str, bootstrap: str, served) -> Outcome:
