@@ -108,8 +108,10 @@ async def run_rules(
     for rule, version in crashes.again:  # alone, on a fresh target: a crash is this test's own
         await crashes.restart()
         outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
-        if outcome.outcome in ("fail", "error"):
-            await asyncio.sleep(0.5)  # a process that closed its sockets as it died is gone by now
+        for _ in range(20 if outcome.outcome in ("fail", "error") else 0):
+            if not crashes.alive():  # a process that closed its sockets as it died: gone in a moment
+                break
+            await asyncio.sleep(0.1)
         if not crashes.alive():
             report = crashes.report()
             await crashes.restart()
