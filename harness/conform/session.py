@@ -8,7 +8,9 @@ answer exactly as the target gave it, or the closed connection or the silence in
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 import uuid
 from typing import Any
 
@@ -19,10 +21,11 @@ from ..client.errors import BrokerError
 from ..client.network import NetworkClient, parse_bootstrap
 from ..client.raw import RawClient, Reply
 from .catalogue import RuleFailed
+from .requests import metadata_request
 
 __all__ = ["RuleSession", "SetupFailed"]
 
-_CREATE_TOPICS = 19
+_METADATA, _CREATE_TOPICS = 3, 19
 _TIMEOUT_S = 10.0
 
 
@@ -100,14 +103,41 @@ class RuleSession:
             if result.error_code != Errors.NONE:
                 raise BrokerError(result.error_code, f"creating topic {name}", result.error_message)
             await self._client.wait_for_topic(name, _TIMEOUT_S)
+            await self._known_everywhere(name, partitions)
         except Exception as exc:
             raise SetupFailed(f"creating topic {name} with {configs or 'defaults'}: {exc}") from exc
         return name, self._client.metadata.topic_id(name)
+
+    async def _known_everywhere(self, topic: str, partitions: int) -> None:
+        """Wait until every broker's own Metadata answer has every partition of ``topic`` with a leader,
+        as Kafka's tests do (TestUtils.waitForAllPartitionsMetadata): metadata reaches the brokers of a
+        cluster one by one, and a rule asking a broker that has not seen it yet would test the race."""
+        version = min(self.versions.get(_METADATA, (0, 0))[1], 12)
+        deadline = time.monotonic() + _TIMEOUT_S
+        for node in list(self._client.metadata.brokers):
+            client = await self.raw(node)
+            while True:
+                reply = await client.request(_METADATA, version, metadata_request(topic), timeout=_TIMEOUT_S)
+                if not reply.answered:
+                    raise ConnectionError(f"broker {node} did not answer Metadata: {reply.fate.value}")
+                if _has_every_leader(reply.body, topic, partitions):
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"broker {node} has not learnt of {topic} within {_TIMEOUT_S:g}s")
+                await asyncio.sleep(0.05)
 
     async def close(self) -> None:
         for client in self._raw:
             await client.close()
         await self._client.close()
+
+
+def _has_every_leader(body, topic: str, partitions: int) -> bool:
+    for described in body.topics:
+        if described.name == topic and described.error_code == Errors.NONE:
+            leaders = [p.leader_id for p in described.partitions]
+            return len(leaders) == partitions and min(leaders, default=-1) >= 0
+    return False
 
 
 def expect(field_path: str, got, expected, note: str = "") -> None:
