@@ -1,12 +1,13 @@
-"""The end-to-end campaign, kconform's main job: a time-bounded differential campaign between every pair
-of the chosen targets, the chaos catalogue on every target that can run it (the replication catalogue on
-a replicated cluster, ``reference:N``; the default one on a single broker and the mock), then the
-dashboard.
+"""The end-to-end campaign, kconform's main job: the conformance catalogue on every target (within its
+share of the budget), a time-bounded differential campaign between every pair of the chosen targets,
+the chaos catalogue on every target that can run it (the replication catalogue on a replicated cluster,
+``reference:N``; the default one on a single broker and the mock), then the dashboard.
 
 ``plan_campaign`` is a pure decision (targets, time budget, catalogue in; what runs for how long out), so
 the budget arithmetic is tested without starting anything; ``run_end_to_end`` carries a plan out.
 
-An out directory holds one run directory per part (``diff-A-vs-B/``, ``chaos-T/``) and the dashboard
+An out directory holds one run directory per part (``conform-T/``, ``diff-A-vs-B/``, ``chaos-T/``) and
+the dashboard
 (``report/index.html``, ``summary.json``, ``junit.xml``)."""
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ REPORT_RESERVE_S = 75.0  # Spark's start and the roll-up of a campaign's traces,
 SCENARIO_OVERHEAD_S = 2.0  # a fresh proxied cluster per scenario: broker start, proxies, topic
 MIN_SCENARIO_S = 8.0  # shorter runs leave some faults (link flaps) too little time to reach the client
 MAX_SCENARIO_S = 20.0
-DIFF_SHARE = 0.3  # of the time left after the report's reserve, when chaos runs too
+DIFF_SHARE = 0.3  # of the time left after the report's reserve and conformance, when chaos runs too
 MIN_DIFF_S = 20.0
+CONFORM_SHARE = 0.25  # of the time left after the report's reserve, shared by the targets
+CONFORM_OVERHEAD_S = 5.0  # starting a target for its conformance run
+MIN_CONFORM_S = 10.0  # about a hundred tests on two cores: a sample of every family, little less
+MAX_CONFORM_S = 300.0  # the whole catalogue at each rule's lowest and highest version fits in this
 
 
 class CampaignError(ValueError):
@@ -57,6 +62,8 @@ class CampaignPlan:
     chaos: tuple[tuple[str, tuple[str, ...]], ...]  # (target, scenario names)
     scenario_seconds: float
     notes: tuple[str, ...] = ()  # what was left out, and why
+    conform: tuple[str, ...] = ()  # targets that run the conformance catalogue
+    conform_seconds: float = 0.0  # per target; tests not started within it are recorded as not run
 
     @property
     def scenario_runs(self) -> int:
@@ -64,7 +71,8 @@ class CampaignPlan:
 
     def estimated_seconds(self) -> float:
         chaos = self.scenario_runs * (self.scenario_seconds + SCENARIO_OVERHEAD_S)
-        return len(self.diff_pairs) * self.diff_seconds + chaos + REPORT_RESERVE_S
+        conform = len(self.conform) * (self.conform_seconds + CONFORM_OVERHEAD_S)
+        return len(self.diff_pairs) * self.diff_seconds + chaos + conform + REPORT_RESERVE_S
 
 
 def chaos_kind(target: str) -> str:
@@ -92,12 +100,15 @@ def plan_campaign(
     diff: bool = True,
     chaos: bool = True,
     scenarios: Sequence[str] = (),
+    conform: bool = True,
 ) -> CampaignPlan:
-    """Share ``budget_s`` between the parts. Every pair of targets is compared (the first target against
-    each of the others); chaos runs ``catalogue`` on a single broker and the mock, and
-    ``cluster_catalogue`` (the replication catalogue) on a replicated cluster. When the budget cannot
-    give every scenario ``MIN_SCENARIO_S``, scenarios are taken in catalogue order, alternating targets,
-    until it is spent, and the rest are named in ``notes``."""
+    """Share ``budget_s`` between the parts. Every target runs the conformance catalogue in an equal
+    part of ``CONFORM_SHARE`` (at most ``MAX_CONFORM_S``; none, with a note, when that part would be
+    under ``MIN_CONFORM_S``). Every pair of targets is compared (the first target against each of the
+    others); chaos runs ``catalogue`` on a single broker and the mock, and ``cluster_catalogue`` (the
+    replication catalogue) on a replicated cluster. When the budget cannot give every scenario
+    ``MIN_SCENARIO_S``, scenarios are taken in catalogue order, alternating targets, until it is spent,
+    and the rest are named in ``notes``."""
     if not targets:
         raise CampaignError("give at least one target (e.g. --targets reference,rdkafka-mock)")
     if len(set(targets)) != len(targets):
@@ -110,12 +121,14 @@ def plan_campaign(
     wanted = _wanted_scenarios(targets, catalogues, scenarios, notes) if chaos else []
 
     usable = budget_s - REPORT_RESERVE_S
+    conform_targets, conform_seconds = _conform_share(targets, usable, notes) if conform else ((), 0.0)
+    usable -= len(conform_targets) * (conform_seconds + CONFORM_OVERHEAD_S)
     runs = sum(len(names) for _, names in wanted)
     diff_total = (usable * DIFF_SHARE if runs else usable) if pairs else 0.0
     if pairs and diff_total < MIN_DIFF_S * len(pairs):
         raise CampaignError(
             f"a budget of {budget_s:.0f}s leaves too little for the differential campaign; give at least "
-            f"{REPORT_RESERVE_S + MIN_DIFF_S * len(pairs) / (DIFF_SHARE if runs else 1):.0f}s"
+            f"{budget_s - usable + MIN_DIFF_S * len(pairs) / (DIFF_SHARE if runs else 1):.0f}s"
         )
     chaos_total = usable - diff_total
     per_run = chaos_total / runs - SCENARIO_OVERHEAD_S if runs else 0.0
@@ -138,7 +151,20 @@ def plan_campaign(
         chaos=tuple((t, tuple(names)) for t, names in chosen),
         scenario_seconds=min(MAX_SCENARIO_S, per_run) if runs else 0.0,
         notes=tuple(notes),
+        conform=conform_targets,
+        conform_seconds=conform_seconds,
     )
+
+
+def _conform_share(targets: Sequence[str], usable: float, notes: list[str]) -> tuple[tuple[str, ...], float]:
+    each = min(MAX_CONFORM_S, usable * CONFORM_SHARE / len(targets) - CONFORM_OVERHEAD_S)
+    if each < MIN_CONFORM_S:
+        notes.append(
+            f"no conformance run: its share of the budget gives each target {max(each, 0):.0f}s, under "
+            f"{MIN_CONFORM_S:.0f}s"
+        )
+        return (), 0.0
+    return tuple(targets), each
 
 
 def _wanted_scenarios(
@@ -212,7 +238,7 @@ def previous_report(out: Path) -> Path | None:
 
 @dataclass(slots=True)
 class PartOutcome:
-    part: str  # "diff" or "chaos"
+    part: str  # "conform", "diff" or "chaos"
     targets: tuple[str, ...]
     directory: Path
     headline: str = ""
@@ -254,6 +280,8 @@ def run_end_to_end(
     out.mkdir(parents=True, exist_ok=True)
     started = clock()
     outcome = CampaignOutcome()
+    for target in plan.conform:
+        outcome.parts.append(_conform_part(target, out, plan.conform_seconds, progress))
     for a, b in plan.diff_pairs:
         outcome.parts.append(_diff_part(a, b, out, plan.diff_seconds, examples, seed, progress, clock))
     for target, names in plan.chaos:
@@ -263,7 +291,11 @@ def run_end_to_end(
     from kconform.spark_reports.build import build_dashboard
     from kconform.spark_reports.runs import ReportInputError
 
-    ran = [p.directory for p in outcome.parts if p.error is None and (p.directory / "traces").is_dir()]
+    ran = [
+        p.directory
+        for p in outcome.parts
+        if p.error is None and ((p.directory / "traces").is_dir() or (p.directory / "rules").is_dir())
+    ]
     if ran:
         try:
             outcome.dashboard = build_dashboard(
@@ -276,6 +308,41 @@ def run_end_to_end(
         outcome.report_error = "no part of the campaign ran, so there is nothing to report"
     outcome.seconds = clock() - started
     return outcome
+
+
+def _conform_part(spec, out, seconds, progress) -> PartOutcome:
+    from .conform.run import run_conformance
+    from .targets.base import TargetError
+    from .targets.registry import make_target
+
+    label = f"conform {spec}"
+    part = PartOutcome("conform", (spec,), out / part_directory("conform", spec))
+    progress.part_started("conform", label, seconds)
+    began = time.monotonic()
+    tally: dict[str, int] = {}
+
+    def advance(outcome) -> None:
+        tally[outcome.outcome] = tally.get(outcome.outcome, 0) + 1
+        status = ", ".join(f"{n} {o}" for o, n in sorted(tally.items()))
+        progress.part_advanced(label, min(seconds, time.monotonic() - began), status)
+
+    try:
+        with make_target(spec) as target:
+            result = run_conformance(
+                target, out=part.directory, pick="ends", seconds=seconds, on_outcome=advance
+            )
+    except TargetError as exc:
+        part.error = f"{label}: {exc}"
+    else:
+        book = result.ledger
+        part.headline = (
+            f"{book['passed']} passed of {book['passed'] + book['failed']} ran, {book['errors']} errors, "
+            f"{book['not_applicable']} not applicable, {book['not_run']} not run, "
+            f"{len(result.surprises)} not as known"
+        )
+        part.failed = bool(result.surprises)
+    progress.part_finished(part)
+    return part
 
 
 def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) -> PartOutcome:

@@ -12,9 +12,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .model import DivergenceCluster, Rollup, RunRow
+from .model import DivergenceCluster, Rollup, RuleRun, RunRow
 
-__all__ = ["Comparison", "FormerDivergence", "HistoryPoint", "VerdictChange", "compare", "overall_pass_rate"]
+__all__ = [
+    "Comparison",
+    "FormerDivergence",
+    "HistoryPoint",
+    "RuleChange",
+    "VerdictChange",
+    "compare",
+    "overall_pass_rate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,16 @@ class VerdictChange:
     after: str
 
 
+@dataclass(frozen=True, slots=True)
+class RuleChange:
+    """A rule whose status on a target (its worst outcome over versions) is not what it was."""
+
+    rule_id: str
+    target: str
+    before: str
+    after: str
+
+
 @dataclass(slots=True)
 class Comparison:
     has_previous: bool = False
@@ -79,6 +97,8 @@ class Comparison:
     pass_rate: float | None = None
     previous_pass_rate: float | None = None
     history: list[HistoryPoint] = field(default_factory=list)
+    rule_changes: list[RuleChange] = field(default_factory=list)
+    rule_history: list[RuleRun] = field(default_factory=list)  # every conformance run, oldest first
 
     @property
     def pass_rate_change(self) -> float | None:
@@ -97,6 +117,7 @@ class Comparison:
             "pass_rate": self.pass_rate,
             "previous_pass_rate": self.previous_pass_rate,
             "pass_rate_change": self.pass_rate_change,
+            "rule_changes": [asdict(c) for c in self.rule_changes],
         }
 
 
@@ -130,11 +151,45 @@ def _exercised(rollup: Rollup) -> set[tuple[str, int, str]]:
     return {(c.api_name, c.api_version, c.target) for c in rollup.grid if c.total > c.skipped}
 
 
+def _rule_history(rollup: Rollup, previous: dict[str, Any] | None) -> list[RuleRun]:
+    runs = {}
+    for data in (previous or {}).get("rule_history", []):
+        try:
+            run = RuleRun(**{name: data[name] for name in RuleRun.__slots__})
+        except (KeyError, TypeError):  # a point an older report wrote differently: history goes on without it
+            continue
+        runs[run.run_id, run.target] = run
+    runs.update(((r.run_id, r.target), r) for r in rollup.rule_runs)
+    return sorted(runs.values(), key=lambda r: (r.started_at, r.run_id, r.target))
+
+
+def _rule_changes(current: Rollup, previous: dict[str, Any]) -> list[RuleChange]:
+    """Rules whose status changed on a target both reports ran; a rule one of them lacks, or did not get
+    to run within its budget, is no change."""
+    before = previous.get("rule_status") or {}
+    changes = []
+    for target, now in sorted(current.rule_status.items()):
+        then = before.get(target) if isinstance(before, dict) else None
+        if not isinstance(then, dict):
+            continue
+        changes += [
+            RuleChange(rule, target, str(then[rule]), status)
+            for rule, status in now.items()
+            if rule in then and then[rule] != status and "not-run" not in (then[rule], status)
+        ]
+    return changes
+
+
 def compare(current: Rollup, previous_summary: dict[str, Any] | None) -> Comparison:
     """What changed since the report whose summary is ``previous_summary`` (None: no previous)."""
-    comparison = Comparison(pass_rate=overall_pass_rate(current), history=_history(current, previous_summary))
+    comparison = Comparison(
+        pass_rate=overall_pass_rate(current),
+        history=_history(current, previous_summary),
+        rule_history=_rule_history(current, previous_summary),
+    )
     if previous_summary is None:
         return comparison
+    comparison.rule_changes = _rule_changes(current, previous_summary)
     comparison.has_previous = True
     comparison.previous_generated_at = previous_summary.get("generated_at")
     comparison.previous_pass_rate = overall_pass_rate(previous_summary.get("grid", []))

@@ -2,8 +2,8 @@
 
 Self-contained means it loads nothing: CSS and the small script are inline, charts are inline SVG,
 there is no URL to any other host, so the file opens anywhere (a CI artefact, an air-gapped laptop).
-Sections have stable ids (summary, grid, divergences, latency, chaos, changes, history, runs) that
-links and tests rely on."""
+Sections have stable ids (summary, rules, grid, divergences, latency, chaos, changes, history, runs)
+that links and tests rely on."""
 
 from __future__ import annotations
 
@@ -13,15 +13,17 @@ from .model import Rollup
 from .sections_chaos import chaos_section
 from .sections_overview import changes_section, history_section, runs_section, summary_section
 from .sections_results import divergences_section, grid_section, latency_section
+from .sections_rules import rules_section
 from .theme import CSS, SCRIPT
 
 __all__ = ["SECTION_IDS", "render_dashboard"]
 
-SECTION_IDS = ("summary", "grid", "divergences", "latency", "chaos", "changes", "history", "runs")
+SECTION_IDS = ("summary", "rules", "grid", "divergences", "latency", "chaos", "changes", "history", "runs")
 
 
 def _nav(rollup: Rollup, comparison: Comparison) -> str:
     counts = {
+        "rules": len(rollup.rule_status),
         "grid": len(rollup.grid),
         "divergences": len(rollup.divergences),
         "latency": len(rollup.latency),
@@ -44,6 +46,7 @@ def render_dashboard(rollup: Rollup, comparison: Comparison, *, title: str, gene
     new = {d.signature for d in comparison.new_divergences}
     sections = (
         summary_section(rollup, comparison),
+        rules_section(rollup, comparison),
         grid_section(rollup.grid),
         divergences_section(rollup.divergences, new),
         latency_section(rollup.latency),

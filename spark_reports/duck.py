@@ -13,6 +13,7 @@ from pathlib import Path
 from kconform.traces import SCHEMA
 
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
+from .rules import COUNT_KEYS, RESULT_COLUMNS, rules_part
 from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
 
 __all__ = ["duckdb_rollup"]
@@ -76,6 +77,7 @@ def duckdb_rollup(runs: list[RunDirectory]) -> Rollup:
 
     rollup = Rollup(chaos=chaos_verdicts(runs))
     with duckdb.connect() as db:
+        _add_rules(db, rollup, runs)
         if not _create_traces_view(db, runs):
             return rollup
         try:
@@ -92,6 +94,42 @@ def duckdb_rollup(runs: list[RunDirectory]) -> Rollup:
             raise_for_bad_trace_file("DuckDB", exc, runs, lambda part: _readable(db, part))
             raise
     return rollup
+
+
+def _add_rules(db, rollup: Rollup, runs: list[RunDirectory]) -> None:
+    """The conformance runs' rule rows: counts by rule and outcome, and the tests that did not pass."""
+    import duckdb
+
+    selects = [
+        f"SELECT *, {i} AS run_dir FROM read_parquet([{', '.join(_literal(p) for p in run.rule_files)}])"
+        for i, run in enumerate(runs)
+        if run.rule_files
+    ]
+    if not selects:
+        return
+    db.execute(f"CREATE VIEW rule_rows AS {' UNION ALL '.join(selects)}")
+    keys = ", ".join(COUNT_KEYS)
+    try:
+        counted = db.execute(
+            f"SELECT {keys}, count(*) AS n, epoch_us(min(started_at)) AS first_us FROM rule_rows GROUP BY ALL"
+        )
+        counts = _dicts(counted)
+        failed = db.execute(
+            f"SELECT {', '.join(RESULT_COLUMNS)} FROM rule_rows WHERE outcome IN ('fail', 'error')"
+        )
+        results = _dicts(failed)
+    except duckdb.Error as exc:
+        files = lambda run: run.rule_files  # noqa: E731
+        raise_for_bad_trace_file("DuckDB", exc, runs, lambda part: _readable(db, part), files)
+        raise
+    part = rules_part(counts, results, runs)
+    rollup.rules, rollup.ledger, rollup.rule_results = part.cells, part.ledger, part.results
+    rollup.rule_runs, rollup.rule_status = part.runs, part.status
+
+
+def _dicts(cursor) -> list[dict]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def _create_traces_view(db, runs: list[RunDirectory]) -> bool:

@@ -18,7 +18,11 @@ __all__ = [
     "DivergenceCluster",
     "GridCell",
     "LatencyRow",
+    "LedgerRow",
     "Rollup",
+    "RuleCell",
+    "RuleResult",
+    "RuleRun",
     "RunRow",
     "count_basis",
     "latency_tenth",
@@ -123,6 +127,92 @@ class ChaosVerdict:
     reasons: dict[str, str] = field(default_factory=dict)  # anomaly -> why it is allowed or forbidden
 
 
+@dataclass(frozen=True, slots=True)
+class RuleCell:
+    """One rule family's tests of one API on one target (its newest conformance run): how they ended."""
+
+    family: str
+    api_key: int
+    api_name: str
+    target: str
+    tests: int
+    passed: int
+    failed: int
+    errors: int  # could not be set up or broke: neither passed nor failed
+    not_applicable: int
+    not_run: int  # the run's budget ended before these started
+    surprises: int  # outcomes other than those known for that kind of target
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.ran if self.ran else None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """One API on one target: does the target route it (advertise it), at which versions, and how much
+    of Kafka's behaviour for it holds (``semantics``, from the share of its tests passed)."""
+
+    target: str
+    api_key: int
+    api_name: str
+    routed: bool
+    versions: str  # "0-9", or "" when not routed
+    rules: int
+    tests: int
+    passed: int
+    failed: int
+    errors: int
+    not_applicable: int
+    not_run: int
+    semantics: str  # full, partial, none or untested
+
+
+@dataclass(frozen=True, slots=True)
+class RuleResult:
+    """One conformance test that did not pass (failed or could not run), as the run recorded it."""
+
+    rule_id: str
+    target: str
+    api_name: str
+    api_version: int
+    outcome: str
+    expected_outcome: str
+    surprise: bool
+    field: str | None
+    kafka_value: str | None
+    target_value: str | None
+    detail: str | None
+    kafka_source: str
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRun:
+    """One conformance run of one target."""
+
+    run_id: str
+    target: str
+    started_at: str
+    tests: int
+    passed: int
+    failed: int
+    errors: int
+    not_applicable: int
+    not_run: int
+    surprises: int
+    directory: str
+
+    @property
+    def pass_rate(self) -> float | None:
+        ran = self.passed + self.failed
+        return self.passed / ran if ran else None
+
+
 def runs_text(n: int) -> str:
     return f"{n:,} run" if n == 1 else f"{n:,} runs"
 
@@ -144,6 +234,15 @@ class Rollup:
     runs: list[RunRow] = field(default_factory=list)
     chaos: list[ChaosVerdict] = field(default_factory=list)
     exchanges: int = 0
+    rules: list[RuleCell] = field(default_factory=list)
+    ledger: list[LedgerRow] = field(default_factory=list)
+    rule_results: list[RuleResult] = field(default_factory=list)  # tests that did not pass, newest runs
+    rule_runs: list[RuleRun] = field(default_factory=list)
+    rule_status: dict[str, dict[str, str]] = field(default_factory=dict)  # target -> rule id -> status
+
+    def targets(self) -> list[str]:
+        """Every target the roll-up has a result for: exchanges, chaos verdicts or rule tests."""
+        return sorted({c.target for c in self.grid} | {v.target for v in self.chaos} | set(self.rule_status))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,4 +252,9 @@ class Rollup:
             "latency": [asdict(r) for r in self.latency],
             "runs": [asdict(r) for r in self.runs],
             "chaos": [asdict(v) for v in self.chaos],
+            "rules": [asdict(c) for c in self.rules],
+            "ledger": [asdict(r) for r in self.ledger],
+            "rule_results": [asdict(r) for r in self.rule_results],
+            "rule_runs": [asdict(r) for r in self.rule_runs],
+            "rule_status": {target: dict(rules) for target, rules in self.rule_status.items()},
         }

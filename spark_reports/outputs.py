@@ -2,10 +2,11 @@
 
 ``summary.json`` (schema 1) holds the whole roll-up, the difference from the previous report and the
 history over runs, so that it can itself be the ``--previous`` of a later report. The JUnit file has
-three suites: the conformance grid (a testcase per API version and target, failing on divergences,
+four suites: the conformance grid (a testcase per API version and target, failing on divergences,
 erroring on error outcomes), the chaos verdicts (a testcase per scenario and target, failing on a
-broken promise, erroring when the scenario could not run, skipped when it proved nothing) and the
-divergence clusters (a failing testcase each, carrying its repro command)."""
+broken promise, erroring when the scenario could not run, skipped when it proved nothing), the
+divergence clusters (a failing testcase each, carrying its repro command) and the conformance rules
+(a testcase per rule and target, failing only on news)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import os
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,11 @@ def summary_json(
         "pass_rate": comparison.pass_rate,
         "new_divergences": len(comparison.new_divergences),
         "fixed_divergences": len(comparison.fixed_divergences),
+        "rule_tests": sum(c.tests for c in rollup.rules),
+        "rule_tests_passed": sum(c.passed for c in rollup.rules),
+        "rule_tests_ran": sum(c.ran for c in rollup.rules),  # passed + failed: the pass share's denominator
+        "rule_surprises": sum(c.surprises for c in rollup.rules),
+        "rule_changes": len(comparison.rule_changes),
     }
     return {
         "schema": SUMMARY_SCHEMA,
@@ -71,6 +78,7 @@ def summary_json(
         **rollup.to_json(),
         "comparison": comparison.to_json(),
         "history": [p.to_json() for p in comparison.history],
+        "rule_history": [asdict(r) for r in comparison.rule_history],
     }
 
 
@@ -159,6 +167,39 @@ def _divergence_suite(rollup: Rollup) -> ET.Element:
     return suite
 
 
+def _rules_suite(rollup: Rollup) -> ET.Element:
+    """A testcase per rule and target (each target's newest conformance run): a failure or error that
+    is news fails or errs; one known for that kind of target, and a rule that does not apply there,
+    is skipped with the reason, so a CI job turns red on news only."""
+    suite = ET.Element("testsuite", name="kconform.rules")
+    results: dict[tuple[str, str], list] = {}
+    for r in rollup.rule_results:
+        results.setdefault((r.target, r.rule_id), []).append(r)
+    for target, statuses in rollup.rule_status.items():
+        for rule, status in statuses.items():
+            case = _case(suite, f"kconform.rules.{target}", rule)
+            found = results.get((target, rule), [])
+            news = [r for r in found if r.surprise]
+            if news:
+                r = news[0]
+                kind = "failure" if r.outcome == "fail" else "error"
+                where = f"v{r.api_version}: {r.field}" if r.field else f"v{r.api_version}"
+                element = ET.SubElement(case, kind, type=r.outcome, message=f"{where} ({r.kafka_source})")
+                element.text = "\n".join(
+                    f"v{x.api_version}: {x.outcome} (known: {x.expected_outcome}); Kafka: {x.kafka_value}; "
+                    f"{target}: {x.target_value}; {x.detail or ''}"
+                    for x in news
+                )
+            elif found:
+                ET.SubElement(case, "skipped", message=f"known {found[0].outcome} on this kind of target")
+            elif status in ("not-applicable", "not-run"):
+                why = (
+                    "not applicable on this target" if status == "not-applicable" else "not run: budget spent"
+                )
+                ET.SubElement(case, "skipped", message=why)
+    return suite
+
+
 def _count(suite: ET.Element) -> dict[str, int]:
     cases = suite.findall("testcase")
     return {
@@ -180,7 +221,8 @@ def _make_xml_safe(root: ET.Element) -> None:
 def junit_xml(rollup: Rollup, *, timestamp: str | None = None) -> str:
     root = ET.Element("testsuites", name="kconform")
     totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
-    for suite in (_grid_suite(rollup), _chaos_suite(rollup), _divergence_suite(rollup)):
+    suites = (_grid_suite(rollup), _chaos_suite(rollup), _divergence_suite(rollup), _rules_suite(rollup))
+    for suite in suites:
         counts = _count(suite)
         suite.attrib.update({k: str(n) for k, n in counts.items()} | {"time": "0"})
         if timestamp:

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from kconform.traces import SCHEMA
+from kconform.traces.rules import RULE_SCHEMA
 
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
+from .rules import COUNT_KEYS, RESULT_COLUMNS, rules_part
 from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
 
 if TYPE_CHECKING:
@@ -40,11 +42,11 @@ PERCENTILES = (0.5, 0.99, 0.999)
 ERROR_OUTCOMES = ("error", "timeout", "closed")
 
 
-def spark_schema() -> StructType:
-    """The trace schema (``kconform.traces.SCHEMA``) as Spark types."""
+def spark_schema(schema: pa.Schema = SCHEMA) -> StructType:
+    """The trace schema (``kconform.traces.SCHEMA``), or another Arrow schema, as Spark types."""
     from pyspark.sql.types import StructField, StructType
 
-    return StructType([StructField(f.name, _spark_type(f.type), f.nullable) for f in SCHEMA])
+    return StructType([StructField(f.name, _spark_type(f.type), f.nullable) for f in schema])
 
 
 def _spark_type(arrow: pa.DataType) -> DataType:
@@ -57,6 +59,7 @@ def _spark_type(arrow: pa.DataType) -> DataType:
         pa.int16(): T.ShortType(),
         pa.int32(): T.IntegerType(),
         pa.int64(): T.LongType(),
+        pa.bool_(): T.BooleanType(),
     }
     if pa.types.is_timestamp(arrow):
         return T.TimestampType()
@@ -68,6 +71,7 @@ def _spark_type(arrow: pa.DataType) -> DataType:
 def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
     """Roll the runs' traces up with ``spark``; the chaos verdicts come from their chaos.json files."""
     rollup = Rollup(chaos=chaos_verdicts(runs))
+    _add_rules(rollup, runs, spark)
     traces = _traces(runs, spark)
     if traces is None:
         return rollup
@@ -82,6 +86,37 @@ def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
     rollup.runs = _run_rows(counts, runs)
     rollup.exchanges = sum(row["n"] for row in counts if row["api_key"] >= 0)
     return rollup
+
+
+def _add_rules(rollup: Rollup, runs: list[RunDirectory], spark: SparkSession) -> None:
+    """The conformance runs' rule rows: counts by rule and outcome, and the tests that did not pass."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    schema = spark_schema(RULE_SCHEMA)
+    frames = [
+        spark.read.schema(schema)
+        .parquet(*(p.as_uri() for p in run.rule_files))
+        .withColumn("run_dir", F.lit(i))
+        for i, run in enumerate(runs)
+        if run.rule_files
+    ]
+    if not frames:
+        return
+    rows = reduce(DataFrame.unionByName, frames)
+    try:
+        grouped = rows.groupBy(*COUNT_KEYS).agg(
+            F.count(F.lit(1)).alias("n"), F.unix_micros(F.min("started_at")).alias("first_us")
+        )
+        counts = [row.asDict() for row in grouped.collect()]
+        failed = rows.where(F.col("outcome").isin("fail", "error")).select(*RESULT_COLUMNS)
+        results = [row.asDict() for row in failed.collect()]
+    except Exception as exc:  # a file that went bad after find_runs checked its footer
+        raise_for_bad_trace_file("Spark", exc, runs, files=lambda run: run.rule_files)
+        raise
+    part = rules_part(counts, results, runs)
+    rollup.rules, rollup.ledger, rollup.rule_results = part.cells, part.ledger, part.results
+    rollup.rule_runs, rollup.rule_status = part.runs, part.status
 
 
 def _traces(runs: list[RunDirectory], spark: SparkSession) -> DataFrame | None:

@@ -3,8 +3,10 @@
 A run directory holds ``traces/part-NNNNNN.parquet``. A differential run (``kconform diff``) adds
 ``run.json``, ``summary.json`` (its differences, each with a case file) and ``cases/case-NNN.json``; a
 chaos run (``kconform chaos``) adds ``chaos.json``; anything else with traces (``kconform dissect``) is
-kind ``traces``. Every file is checked here, before any engine reads it, so that bad input is one
-``ReportInputError`` naming the file and what was expected, never a stack trace from deep in Spark.
+kind ``traces``. A conformance run (``kconform conform``) holds rule rows instead,
+``rules/part-NNNNNN.parquet``, beside ``conform.json``. Every file is checked here, before any engine
+reads it, so that bad input is one ``ReportInputError`` naming the file and what was expected, never a
+stack trace from deep in Spark.
 Parquet files are checked by their footers (cheap: the data itself is read once, by the engine)."""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kconform.traces import SCHEMA
+from kconform.traces.rules import RULE_SCHEMA
 
 from .model import ChaosVerdict
 
@@ -33,8 +36,8 @@ __all__ = [
 ]
 
 EXPECTED = (
-    "a run directory (a folder with traces/part-*.parquet, as kconform diff, kconform chaos and "
-    "kconform campaign write) or a folder of run directories"
+    "a run directory (a folder with traces/part-*.parquet or rules/part-*.parquet, as kconform diff, "
+    "kconform chaos, kconform conform and kconform campaign write) or a folder of run directories"
 )
 
 
@@ -46,15 +49,20 @@ class ReportInputError(ValueError):
 class RunDirectory:
     path: Path
     run_id: str | None  # from run.json, summary.json or chaos.json; None for traces alone
-    kind: str  # "diff", "chaos" or "traces"
+    kind: str  # "diff", "chaos", "conform" or "traces"
     summary: dict | None = None  # summary.json of a diff run
     chaos: dict | None = None  # chaos.json of a chaos run
+    conform: dict | None = None  # conform.json of a conformance run
     cases: dict[str, Path] = field(default_factory=dict)  # signature -> the case file that replays it
     absent_columns: frozenset[str] = frozenset()  # ADDED_COLUMNS that no trace file of the run has
 
     @property
     def trace_files(self) -> list[Path]:
         return sorted((self.path / "traces").glob("part-*.parquet"))
+
+    @property
+    def rule_files(self) -> list[Path]:
+        return sorted((self.path / "rules").glob("part-*.parquet"))
 
 
 def find_runs(paths: Iterable[Path | str]) -> list[RunDirectory]:
@@ -88,23 +96,31 @@ def _run_directories(path: Path) -> list[Path]:
 
 
 def _is_run(path: Path) -> bool:
-    return (path / "traces").is_dir()
+    return (path / "traces").is_dir() or (path / "rules").is_dir()
 
 
 def _read_run(path: Path) -> RunDirectory:
     summary = _json_object(path / "summary.json")
     chaos = _json_object(path / "chaos.json")
     run = _json_object(path / "run.json")
-    if chaos is not None:
+    conform = _json_object(path / "conform.json")
+    if conform is not None:
+        kind = "conform"
+    elif chaos is not None:
         kind = "chaos"
     elif summary is not None or run is not None:
         kind = "diff"
     else:
         kind = "traces"
     run_id = next(
-        (d["run_id"] for d in (run, summary, chaos) if d and isinstance(d.get("run_id"), str)), None
+        (d["run_id"] for d in (run, summary, chaos, conform) if d and isinstance(d.get("run_id"), str)),
+        None,
     )
-    directory = RunDirectory(path, run_id, kind, summary, chaos, _case_files(path, summary))
+    directory = RunDirectory(path, run_id, kind, summary, chaos, conform, _case_files(path, summary))
+    if conform is not None:
+        _check_conform(path / "conform.json", conform)
+    for part in directory.rule_files:
+        _check_rule_parquet(part)
     present = set().union(*(_check_parquet(part) for part in directory.trace_files))
     directory.absent_columns = frozenset(ADDED_COLUMNS) - present
     if chaos is not None:
@@ -168,6 +184,39 @@ def _check_parquet(path: Path) -> set[str]:
     return set(schema.names)
 
 
+def _check_conform(path: Path, conform: dict) -> None:
+    apis = conform.get("apis", [])
+    good = isinstance(apis, list) and all(
+        isinstance(a, dict)
+        and isinstance(a.get("api_key"), int)
+        and isinstance(a.get("api_name"), str)
+        and isinstance(a.get("versions"), list)
+        and len(a["versions"]) == 2
+        for a in apis
+    )
+    if not good:
+        raise ReportInputError(
+            f"{path}: 'apis' should be a list of {{api_key, api_name, versions: [low, high]}} "
+            "(conform.json schema 1)"
+        )
+
+
+def _check_rule_parquet(path: Path) -> None:
+    """A rule-row file's footer must be the rule schema's."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ReportInputError(
+            f"{path}: not a readable Parquet rules file ({exc}); it may be truncated or corrupt: rerun "
+            "kconform conform, or move the file out of rules/"
+        ) from None
+    for expected in RULE_SCHEMA:
+        found = schema.field(expected.name) if expected.name in schema.names else None
+        if found is None or not found.type.equals(expected.type):
+            what = "missing" if found is None else f"of type {found.type}, expected {expected.type}"
+            raise ReportInputError(f"{path}: column {expected.name} is {what}; not a kconform rules file")
+
+
 def _version(schema: pa.Schema) -> int:
     text = (schema.metadata or {}).get(b"kconform.trace.schema_version", b"")
     return int(text) if text.isdigit() else 0
@@ -183,13 +232,18 @@ def _chaos_results(path: Path, chaos: dict) -> list[dict[str, Any]]:
 
 
 def raise_for_bad_trace_file(
-    engine: str, exc: Exception, runs: Iterable[RunDirectory], readable: Callable[[Path], bool] | None = None
+    engine: str,
+    exc: Exception,
+    runs: Iterable[RunDirectory],
+    readable: Callable[[Path], bool] | None = None,
+    files: Callable[[RunDirectory], list[Path]] = lambda run: run.trace_files,
 ) -> None:
-    """When an engine failed on a trace file that went bad after ``find_runs`` checked its footer:
-    a ReportInputError naming the file, found in the engine's message, else (where ``readable`` is
-    given) by reading each file on its own. Returns when no file is to blame."""
+    """When an engine failed on a trace file (or another of a run's ``files``) that went bad after
+    ``find_runs`` checked its footer: a ReportInputError naming the file, found in the engine's
+    message, else (where ``readable`` is given) by reading each file on its own. Returns when no file
+    is to blame."""
     message = str(exc)
-    parts = [part for run in runs for part in run.trace_files]
+    parts = [part for run in runs for part in files(run)]
     named = [part for part in parts if str(part) in message]
     bad = named[0] if named else None
     if bad is None and readable is not None:
@@ -198,7 +252,7 @@ def raise_for_bad_trace_file(
         first = message.strip().splitlines()[0][:300] if message.strip() else "no message"
         raise ReportInputError(
             f"{bad}: {engine} could not read this trace file ({first}); it may be corrupt: move it "
-            "out of traces/ and report again"
+            f"out of {bad.parent.name}/ and report again"
         ) from None
 
 

@@ -24,9 +24,12 @@ def _verdict(rollup: Rollup) -> tuple[str, str]:
     failed = [v for v in rollup.chaos if v.verdict == "error"]
     apis = {(d.api_name, d.api_version) for d in rollup.divergences}
     errors = sum(c.errors for c in rollup.grid if c.api_version >= 0)
-    if not rollup.exchanges and not rollup.chaos:
-        return "Nothing to report: the runs read hold no exchanges and no chaos results.", "none"
+    surprises = sum(c.surprises for c in rollup.rules)
+    if not rollup.exchanges and not rollup.chaos and not rollup.rules:
+        return "Nothing to report: the runs read hold no exchanges, chaos results or rule tests.", "none"
     findings = []
+    if surprises:
+        findings.append(f"{_plural(surprises, 'conformance test')} ended other than known")
     if violations:
         findings.append(f"{_plural(len(violations), 'broken promise')} under chaos")
     if rollup.divergences:
@@ -39,8 +42,14 @@ def _verdict(rollup: Rollup) -> tuple[str, str]:
     if findings:
         return "; ".join(findings) + ".", "bad" if violations else "warn"
     judged = sum(c.total - c.skipped for c in rollup.grid)
-    kept = f"; all {_plural(len(rollup.chaos), 'chaos scenario')} kept their promise" if rollup.chaos else ""
-    return f"All {fmt_count(judged)} judged exchanges conform{kept}.", "good"
+    parts = [f"all {fmt_count(judged)} judged exchanges conform"] if rollup.grid else []
+    if rollup.rules:
+        tests = sum(c.tests for c in rollup.rules)
+        parts.append(f"all {fmt_count(tests)} conformance tests ended as known for their targets")
+    if rollup.chaos:
+        parts.append(f"all {_plural(len(rollup.chaos), 'chaos scenario')} kept their promise")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + ".", "good"
 
 
 def _tile(label: str, value: str, note: str = "") -> str:
@@ -61,7 +70,7 @@ def _change(delta: float | None) -> str:
 
 def summary_section(rollup: Rollup, comparison: Comparison) -> str:
     sentence, look = _verdict(rollup)
-    targets = sorted({c.target for c in rollup.grid} | {v.target for v in rollup.chaos})
+    targets = rollup.targets()
     violations = sum(1 for v in rollup.chaos if v.verdict == "violation")
     new, fixed = len(comparison.new_divergences), len(comparison.fixed_divergences)
     divergence_note = f"{new:,} new, {fixed:,} fixed" if comparison.has_previous else "signatures"
@@ -71,6 +80,11 @@ def summary_section(rollup: Rollup, comparison: Comparison) -> str:
             _tile("Pass rate", fmt_rate(comparison.pass_rate), _change(comparison.pass_rate_change)),
             _tile("Divergences", fmt_count(len(rollup.divergences)), esc(divergence_note)),
             _tile("Chaos", f"{violations:,} / {len(rollup.chaos):,}", "violations / scenario results"),
+            _tile(
+                "Rules",
+                f"{sum(c.passed for c in rollup.rules):,} / {sum(c.ran for c in rollup.rules):,}",
+                "conformance tests passed / ran",
+            ),
             _tile("Targets", str(len(targets)), esc(", ".join(targets)) or "none"),
         )
     )

@@ -1,6 +1,6 @@
-"""``kconform campaign``: kconform's main job in one command, a bounded differential campaign and the
-chaos catalogue against the chosen targets (the replication catalogue on a replicated cluster such as
-``reference:3``), ending with the dashboard."""
+"""``kconform campaign``: kconform's main job in one command: the conformance catalogue on every target, a
+bounded differential campaign and the chaos catalogue against the chosen targets (the replication
+catalogue on a replicated cluster such as ``reference:3``), ending with the dashboard."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ import click
 )
 @click.option("--no-diff", is_flag=True, help="skip the differential campaign")
 @click.option("--no-chaos", is_flag=True, help="skip the chaos catalogue")
+@click.option("--no-conform", is_flag=True, help="skip the conformance catalogue")
 @click.option("--seed", default=0, show_default=True)
 @click.option(
     "--toxiproxy", "toxiproxy_url", default=None, help="a Toxiproxy server's URL (default: embedded)"
@@ -59,10 +60,10 @@ import click
 )
 @click.option("--strict", is_flag=True, help="exit 1 when a difference or a broken promise is found")
 def campaign(
-    targets, kafka_version, duration, examples, scenarios, no_diff, no_chaos, seed, toxiproxy_url, master,
-    engine, previous, out, strict,
+    targets, kafka_version, duration, examples, scenarios, no_diff, no_chaos, no_conform, seed, toxiproxy_url,
+    master, engine, previous, out, strict,
 ) -> None:  # fmt: skip
-    """Run differential and chaos work against the targets, then write the dashboard."""
+    """Run conformance, differential and chaos work against the targets, then write the dashboard."""
     from rich.console import Console
     from rich.table import Table
 
@@ -106,6 +107,7 @@ def campaign(
             diff=not no_diff,
             chaos=not no_chaos,
             scenarios=scenarios,
+            conform=not no_conform,
         )
 
     try:
@@ -122,15 +124,17 @@ def campaign(
             console.print(f"{', '.join(optional)} left out: {exc}", style="yellow", markup=False)
     except (ScheduleError, TargetError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
-    if not plan.diff_pairs and not plan.chaos:
+    if not plan.diff_pairs and not plan.chaos and not plan.conform:
         raise click.UsageError(
-            "nothing to run: give two targets for a diff, or a target with chaos scenarios"
+            "nothing to run: give two targets for a diff, or a target with chaos scenarios, or leave "
+            "conformance on"
         )
     out = out or Path("kconform-runs") / time.strftime("campaign-%Y%m%d-%H%M%S")
     previous = previous or previous_report(out)
 
     console.print(
-        f"[bold]kconform campaign[/bold] in {out}: {len(plan.diff_pairs)} diff pair(s) of "
+        f"[bold]kconform campaign[/bold] in {out}: {len(plan.conform)} conformance run(s) of "
+        f"{plan.conform_seconds:.0f}s, {len(plan.diff_pairs)} diff pair(s) of "
         f"{plan.diff_seconds:.0f}s, {plan.scenario_runs} chaos scenario run(s) of "
         f"{plan.scenario_seconds:.0f}s, "
         f"about {plan.estimated_seconds() / 60:.1f} min"

@@ -1,7 +1,8 @@
-"""``kconform conform``: the conformance catalogue against one target, with a per-API ledger. Exit code 0
-when every test that ran passed or failed only where that kind of target is known to fail
-(``harness/conform/expected_<kind>.toml``), 1 on anything else (a failure or error not expected, or
-an expected failure that passed: news either way), 2 when the target cannot be started or reached."""
+"""``kconform conform``: the conformance catalogue against one target, with a per-API ledger and a
+dashboard page (the rules grid). Exit code 0 when every test that ran passed or failed only where that
+kind of target is known to fail (``harness/conform/expected/<kind>/*.toml``), 1 on anything else (a
+failure or error not expected, or an expected failure that passed: news either way), 2 when the target
+cannot be started or reached."""
 
 from __future__ import annotations
 
@@ -37,8 +38,27 @@ from .diff import _start
     default=None,
     help="run directory (default: ./kconform-runs/conform-<time>)",
 )
+@click.option(
+    "--report/--no-report",
+    default=True,
+    show_default=True,
+    help="also write the dashboard page (report/index.html: the rules grid and the ledger)",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "duckdb"]),
+    default="spark",
+    show_default=True,
+    help="what rolls the rule rows up for the page; duckdb is the quick path for a laptop",
+)
+@click.option(
+    "--previous",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="an earlier report's folder, to show which rules changed since",
+)
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
-def conform(target, pick, only, out, list_only) -> None:
+def conform(target, pick, only, out, report, engine, previous, list_only) -> None:
     """Check a target against Kafka's rules, API by API."""
     from rich.console import Console
 
@@ -55,6 +75,14 @@ def conform(target, pick, only, out, list_only) -> None:
     unknown = [prefix for prefix in only if not any(r.startswith(prefix) for r in rules)]
     if unknown:
         raise click.BadParameter(f"no rule id starts with {', '.join(unknown)}", param_hint="--rule")
+    if report and previous is not None:  # found out before the run, not after it
+        from kconform.spark_reports.build import load_previous
+        from kconform.spark_reports.runs import ReportInputError
+
+        try:
+            load_previous(previous)
+        except ReportInputError as exc:
+            raise click.BadParameter(str(exc), param_hint="--previous") from None
     out = out or Path("kconform-runs") / time.strftime("conform-%Y%m%d-%H%M%S")
     with ExitStack() as stack:
         started = _start(stack, target)
@@ -65,9 +93,27 @@ def conform(target, pick, only, out, list_only) -> None:
         console.print(f"[red]unexpected[/red] {surprise.describe()}")
     if len(result.surprises) > 40:
         console.print(f"... and {len(result.surprises) - 40} more (all in {result.files['outcomes']})")
-    console.print(f"run directory: {out} (outcomes.jsonl, ledger.json)")
+    console.print(f"run directory: {out} (rules/, outcomes.jsonl, ledger.json, conform.json)")
+    if report:
+        _write_report(out, engine, previous, console)
     if result.surprises:
         raise SystemExit(1)
+
+
+def _write_report(out: Path, engine: str, previous: Path | None, console) -> None:
+    from rich.markup import escape
+
+    from kconform.spark_reports.build import build_dashboard
+    from kconform.spark_reports.runs import ReportInputError
+    from kconform.spark_reports.session import SparkUnavailable
+
+    try:
+        with console.status("writing the dashboard page"):
+            page = build_dashboard([out], out / "report", previous=previous, engine=engine)
+    except (ReportInputError, SparkUnavailable) as exc:
+        console.print(f"[red]error:[/red] the report could not be written: {escape(str(exc))}")
+        raise SystemExit(2) from None
+    console.print(f"dashboard: {page}")
 
 
 def show_ledger(result, console) -> None:
@@ -79,6 +125,7 @@ def show_ledger(result, console) -> None:
         f"{result.target}: {counts['pass']} passed, {counts['fail']} failed, {counts['error']} errors, "
         f"{counts['not-applicable']} not applicable, of {len(result.outcomes)} tests "
         f"from {result.rules} rules"
+        + (f" ({counts['not-run']} not run: budget spent)" if counts["not-run"] else "")
     )
     table = Table(title=title)
     for column in ("API", "routed", "versions", "passed / ran", "semantics"):

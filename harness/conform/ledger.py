@@ -8,19 +8,11 @@ import collections
 from collections.abc import Iterable
 
 from kconform.codecs import api_schemas
+from kconform.traces.rules import semantics_grade
 
 from .runner import Outcome
 
 __all__ = ["ledger", "semantics_grade"]
-
-
-def semantics_grade(passed: int, failed: int) -> str:
-    """full (every test ran passed), partial, none (tests ran, none passed) or untested."""
-    if passed + failed == 0:
-        return "untested"
-    if failed == 0:
-        return "full"
-    return "partial" if passed else "none"
 
 
 def ledger(outcomes: Iterable[Outcome], *, target: str, served: dict[int, tuple[int, int]]) -> dict:
@@ -46,6 +38,7 @@ def ledger(outcomes: Iterable[Outcome], *, target: str, served: dict[int, tuple[
             "failed": c["fail"],
             "not_applicable": c["not-applicable"],
             "errors": c["error"],
+            "not_run": c["not-run"],
             "semantics": semantics_grade(c["pass"], c["fail"]),
             "passed_share": round(c["pass"] / ran, 4) if ran else None,  # of the tests that ran: `ran`
         }
@@ -59,5 +52,6 @@ def ledger(outcomes: Iterable[Outcome], *, target: str, served: dict[int, tuple[
         "failed": total["fail"],
         "not_applicable": total["not-applicable"],
         "errors": total["error"],
+        "not_run": total["not-run"],
         "apis": apis,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -37,6 +38,7 @@ class Outcome:
     got: str = ""
     detail: str = ""
     seconds: float = 0.0
+    started_at_us: int = 0  # wall clock, microseconds since the epoch
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -52,7 +54,10 @@ def versions_to_run(rule: Rule, served: tuple[int, int] | None, pick: str) -> li
 
 
 def _skip(rule: Rule, target: str, why: str) -> Outcome:
-    return Outcome(rule.id, rule.api_name, rule.api, rule.family, -1, target, "not-applicable", detail=why)
+    return Outcome(
+        rule.id, rule.api_name, rule.api, rule.family, -1, target, "not-applicable", detail=why,
+        started_at_us=time.time_ns() // 1000,
+    )  # fmt: skip
 
 
 async def run_rules(
@@ -66,11 +71,16 @@ async def run_rules(
     on_outcome: Callable[[Outcome], None] | None = None,
     side_by_side: int = _SIDE_BY_SIDE,
     handle=None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> list[Outcome]:
     """Every test's outcome, in catalogue order. ``served`` is what the target advertises; ``can`` what
     it gives beyond the protocol (``needs`` a rule may have). ``handle``, a started target, lets a run
     go on past a crash: the target is restarted, the tests the crash met are run again one at a time,
-    and the one that crashes it alone fails with the crash as what it got."""
+    and the one that crashes it alone fails with the crash as what it got.
+
+    With a ``deadline`` (on ``clock``), tests start in turn across rule families, so that a budget too
+    short for the catalogue samples every family, and a test not started by then is ``not-run``."""
     rules = list(rules)
     gate = asyncio.Semaphore(side_by_side)
     jobs: list[asyncio.Future] = []
@@ -84,6 +94,8 @@ async def run_rules(
 
     async def one(rule: Rule, version: int) -> Outcome | None:
         async with gate:
+            if deadline is not None and clock() >= deadline:
+                return note(_not_run(rule, version, target))
             generation = crashes.generation
             outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
             if outcome.outcome in ("fail", "error") and await crashes.met(generation):
@@ -91,7 +103,7 @@ async def run_rules(
                 return None
             return note(outcome)
 
-    for rule in rules:
+    for rule in _across_families(rules) if deadline is not None else rules:
         missing = rule.needs - can
         if missing:
             done.append(note(_skip(rule, target, f"needs {', '.join(sorted(missing))}")))
@@ -106,6 +118,9 @@ async def run_rules(
         jobs += [asyncio.ensure_future(one(rule, v)) for v in versions]
     done += [o for o in await asyncio.gather(*jobs) if o is not None]
     for rule, version in crashes.again:  # alone, on a fresh target: a crash is this test's own
+        if deadline is not None and clock() >= deadline:
+            done.append(note(_not_run(rule, version, target)))
+            continue
         await crashes.restart()
         outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
         for _ in range(20 if outcome.outcome in ("fail", "error") else 0):
@@ -126,6 +141,23 @@ async def run_rules(
         done.append(note(outcome))
     order = {rule.id: i for i, rule in enumerate(rules)}
     return sorted(done, key=lambda o: (order[o.rule], o.version))
+
+
+def _not_run(rule: Rule, version: int, target: str) -> Outcome:
+    return Outcome(
+        rule.id, rule.api_name, rule.api, rule.family, version, target, "not-run",
+        detail="the run's time budget was spent before this test started",
+        started_at_us=time.time_ns() // 1000,
+    )  # fmt: skip
+
+
+def _across_families(rules: list[Rule]) -> list[Rule]:
+    """The rules in turns, one of each family per turn, families in catalogue order."""
+    families: dict[str, list[Rule]] = {}
+    for rule in rules:
+        families.setdefault(rule.family, []).append(rule)
+    turns = itertools.zip_longest(*families.values())
+    return [rule for turn in turns for rule in turn if rule is not None]
 
 
 class _Crashes:
@@ -164,7 +196,7 @@ class _Crashes:
 
 
 async def _run_one(rule: Rule, version: int, target: str, bootstrap: str, served) -> Outcome:
-    started = time.monotonic()
+    started, wall_us = time.monotonic(), time.time_ns() // 1000
     session = RuleSession(bootstrap, rule.id.replace(".", "-"), served)
     fields: dict = {}
     try:
@@ -199,6 +231,7 @@ async def _run_one(rule: Rule, version: int, target: str, bootstrap: str, served
         target,
         outcome,
         seconds=round(time.monotonic() - started, 3),
+        started_at_us=wall_us,
         **fields,
     )
 

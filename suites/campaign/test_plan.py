@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kconform.harness.campaign import (
+    CONFORM_OVERHEAD_S,
+    MAX_CONFORM_S,
+    MIN_CONFORM_S,
     MIN_SCENARIO_S,
     REPORT_RESERVE_S,
     SCENARIO_OVERHEAD_S,
@@ -48,8 +51,28 @@ def test_a_tight_budget_takes_scenarios_from_both_targets_and_names_the_rest():
     left_out = [f"{t}/{n}" for t, names in (("reference", ON_REFERENCE), ("rdkafka-mock", ON_MOCK))
                 for n in names if n not in chosen[t]]  # fmt: skip
     assert left_out and all(name in plan.notes[0] for name in left_out)
-    chaos_time = 300 - REPORT_RESERVE_S - plan.diff_seconds
+    conform_time = len(plan.conform) * (plan.conform_seconds + CONFORM_OVERHEAD_S)
+    chaos_time = 300 - REPORT_RESERVE_S - conform_time - plan.diff_seconds
     assert plan.scenario_runs == int(chaos_time // (MIN_SCENARIO_S + SCENARIO_OVERHEAD_S))
+
+
+def test_every_target_runs_the_conformance_catalogue_in_its_share_of_the_budget():
+    targets = ["reference", "rdkafka-mock", "bootstrap:localhost:9092"]
+    plan = plan_campaign(targets, 600, CATALOGUE)
+    assert plan.conform == tuple(targets), "conformance needs nothing but the protocol"
+    assert MIN_CONFORM_S <= plan.conform_seconds <= MAX_CONFORM_S
+    assert plan.estimated_seconds() <= 600 + 1e-6
+    generous = plan_campaign(targets, 7200, CATALOGUE)
+    assert generous.conform_seconds == MAX_CONFORM_S, "the whole catalogue fits: the rest goes elsewhere"
+    assert generous.estimated_seconds() <= 7200 + 1e-6
+    assert plan_campaign(targets, 600, CATALOGUE, conform=False).conform == ()
+
+
+def test_a_budget_too_small_for_conformance_leaves_it_out_and_says_so():
+    plan = plan_campaign(["reference", "rdkafka-mock"], 150, CATALOGUE)
+    assert plan.conform == () and plan.conform_seconds == 0
+    assert any(note.startswith("no conformance run") for note in plan.notes)
+    assert plan.estimated_seconds() <= 150 + 1e-6
 
 
 def test_targets_without_a_catalogue_only_take_part_in_the_diff():
@@ -231,6 +254,7 @@ def test_the_command_runs_the_replication_catalogue_on_a_cluster_target(tmp_path
             "--targets",
             "reference,reference:3",
             "--no-diff",
+            "--no-conform",
             "--duration",
             "30m",
             "--out",
