@@ -20,6 +20,7 @@ from kconform.harness.conform.run import run_conformance
 from kconform.harness.conform.runner import Outcome, run_rules
 from kconform.harness.conform.session import SetupFailed
 from kconform.harness.targets.registry import make_target
+from kconform.spark_reports.build import build_dashboard
 
 RULES = catalogue()
 FLOOR = 600  # rules in the catalogue
@@ -119,6 +120,30 @@ def test_the_runner_tells_pass_fail_error_and_not_applicable_apart():
     assert book["apis"]["Produce"]["routed"] is False and book["apis"]["Produce"]["semantics"] == "untested"
 
 
+def test_a_budgeted_run_takes_families_in_turn_and_marks_what_it_could_not_start():
+    """The clock passes the deadline once two tests have started: with one test at a time, those two
+    are the first of two different families, and every other test is not-run (never news)."""
+    started: list[str] = []
+
+    async def passes(session, version):
+        started.append(session.name())
+
+    rules = [_rule(f"{family}.{n}", passes, family=family, once=True) for family in "ab" for n in range(3)]
+    ticks = iter(range(100))
+    outcomes = asyncio.run(
+        run_rules(
+            rules, target="t", bootstrap="127.0.0.1:1", served={18: (0, 4)}, side_by_side=1,
+            deadline=2, clock=lambda: next(ticks),
+        )
+    )  # fmt: skip
+    seen = {(o.rule, o.outcome) for o in outcomes}
+    assert seen == {("a.0", "pass"), ("b.0", "pass")} | {
+        (f"{f}.{n}", "not-run") for f in "ab" for n in (1, 2)
+    }, "one of each family first"
+    assert len(started) == 2
+    assert surprises(outcomes, {"a.1": Expected("a.1", "fail", "r", "k")}) == []
+
+
 def _outcome(rule, version, outcome):
     return Outcome(rule, "ApiVersions", 18, "t", version, "peer", outcome)
 
@@ -181,6 +206,13 @@ def test_a_peer_fails_only_where_it_is_known_to(spec, tmp_path):
         result = run_conformance(target, out=tmp_path, pick="ends")
     assert not result.surprises, [s.describe() for s in result.surprises]
     assert any(o.outcome == "pass" for o in result.outcomes)
+    # the run's rows make the dashboard page: the rules grid and the ledger with this target's column
+    page = build_dashboard([tmp_path], tmp_path / "report", engine="duckdb").read_text()
+    grid = page.split('id="rules-grid"')[1].split("</table>")[0]
+    assert f"<th>{spec}</th>" in grid and 'id="ledger-table"' in page
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["totals"]["rule_surprises"] == 0
+    assert summary["totals"]["rule_tests"] == len(result.outcomes)
 
 
 def _kconform(*args):
@@ -199,6 +231,13 @@ def test_the_conform_command_lists_runs_and_exits_as_documented(tmp_path):
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
     unreachable = _kconform("--target", "bootstrap:127.0.0.1:1")
     assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
-    ran = _kconform("--target", "reference", "--rule", "api-versions", "--out", str(tmp_path))
+    bad = _kconform("--rule", "api-versions", "--previous", str(tmp_path / "none"), "--out", str(tmp_path))
+    assert bad.returncode == 2 and "--previous" in bad.stderr and not (tmp_path / "rules").exists()
+    ran = _kconform(
+        "--target", "reference", "--rule", "api-versions", "--out", str(tmp_path), "--engine", "duckdb"
+    )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert json.loads((tmp_path / "ledger.json").read_text())["apis"]["ApiVersions"]["failed"] == 0
+    assert (tmp_path / "rules" / "part-000000.parquet").is_file() and (tmp_path / "conform.json").is_file()
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert 'id="rules-grid"' in page and "ApiVersions" in page.split('id="rules-grid"')[1]
