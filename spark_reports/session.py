@@ -3,7 +3,8 @@
 Spark's own console output is cut down to warnings by ``log4j2.properties`` beside this module (it is
 passed to the driver JVM, which is where the console is; executors on a cluster log to their workers).
 The local settings suit a small machine: a handful of shuffle partitions instead of 200, the driver's
-heap large enough for exact percentiles over millions of rows, and no web UI."""
+heap large enough for exact percentiles over millions of rows, no web UI, and every port the driver
+opens (its RPC endpoint, the block manager) on loopback, so a report run opens nothing to the network."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ def _settings(master: str) -> dict[str, str]:
         # carry a few thousand groups, so two partitions per core beat the default 200.
         settings["spark.driver.memory"] = DRIVER_MEMORY
         settings["spark.sql.shuffle.partitions"] = str(2 * cores)
+        # on a cluster the executors must reach the driver; in local mode nothing outside does
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+        settings["spark.driver.host"] = "127.0.0.1"
     return settings
 
 
