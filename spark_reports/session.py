@@ -8,6 +8,7 @@ opens (its RPC endpoint, the block manager) on loopback, so a report run opens n
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
@@ -18,7 +19,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["LOG_CONFIG", "SparkUnavailable", "spark_session"]
+__all__ = [
+    "LOG_CONFIG",
+    "SparkUnavailable",
+    "choose_engine",
+    "duckdb_installed",
+    "spark_problem",
+    "spark_session",
+]
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 DRIVER_MEMORY = "4g"
@@ -55,20 +63,45 @@ def _settings(master: str) -> dict[str, str]:
     return settings
 
 
+def spark_problem() -> str | None:
+    """Why Spark cannot start here (no pyspark, no Java), found without starting it; None when it can."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed: pip install 'kconform[spark]'"
+    if not _java_found():
+        return (
+            "Spark needs Java 17 or newer and none was found: install a JDK and put java on PATH or set "
+            "JAVA_HOME"
+        )
+    return None
+
+
+def duckdb_installed() -> bool:
+    return importlib.util.find_spec("duckdb") is not None
+
+
+def choose_engine(
+    requested: str, spark_problem: str | None, duckdb_installed: bool
+) -> tuple[str, str | None]:
+    """The engine a run will roll up with, and a warning when it is not the one asked for, decided before
+    any work starts. Spark that cannot start gives way to DuckDB where it is installed; a ValueError
+    says why neither can run."""
+    if requested == "duckdb" and not duckdb_installed:
+        raise ValueError("the DuckDB engine is not installed: pip install 'kconform[spark]'")
+    if requested != "spark" or spark_problem is None:
+        return requested, None
+    if duckdb_installed:
+        return "duckdb", f"{spark_problem}; rolling up with DuckDB instead"
+    raise ValueError(f"{spark_problem} (and DuckDB, the other engine, is not installed either)")
+
+
 @contextmanager
 def spark_session(master: str | None = None, *, app_name: str = "kconform-report") -> Iterator[SparkSession]:
     """``with spark_session() as spark: ...``; the session is stopped on leaving the block."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:
-        raise SparkUnavailable(
-            "pyspark is not installed: pip install 'kconform[spark]' (or use the DuckDB engine)"
-        ) from exc
-    if not _java_found():
-        raise SparkUnavailable(
-            "Spark needs Java 17 or newer and none was found: install a JDK and put java on PATH "
-            "or set JAVA_HOME (or use the DuckDB engine)"
-        )
+    problem = spark_problem()
+    if problem is not None:
+        raise SparkUnavailable(f"{problem} (or use the DuckDB engine)")
+    from pyspark.sql import SparkSession
+
     master = master or "local[*]"
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in _settings(master).items():

@@ -4,6 +4,7 @@ catalogue on a replicated cluster such as ``reference:3``), ending with the dash
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def campaign(
     from ..targets.registry import make_target, split_target_list, with_kafka_version
     from ..targets.tansu import find_tansu
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a message stays one line, to be read or grepped
     optional: tuple[str, ...] = ()  # default targets that give way when the budget cannot fit them
     if targets is None:
         try:
@@ -130,6 +131,7 @@ def campaign(
             "conformance on"
         )
     out = out or Path("kconform-runs") / time.strftime("campaign-%Y%m%d-%H%M%S")
+    engine = _preflight(console, engine, out)
     previous = previous or previous_report(out)
 
     console.print(
@@ -173,6 +175,31 @@ def campaign(
     console.print(f"compare a later campaign with this one: --previous {outcome.dashboard.parent}")
     if any(p.error for p in outcome.parts) or (strict and any(p.failed for p in outcome.parts)):
         raise SystemExit(1)
+
+
+def _preflight(console, engine: str, out: Path) -> str:
+    """What the campaign needs at its end, checked before any work: an engine that can roll up (Spark
+    that cannot start gives way to DuckDB, with a warning) and an out directory it can write. A need
+    that cannot be met ends the command now: one line, exit 2."""
+    from kconform.spark_reports import session
+
+    try:
+        problem = session.spark_problem() if engine == "spark" else None
+        engine, warning = session.choose_engine(engine, problem, session.duckdb_installed())
+    except ValueError as exc:
+        console.print(f"error: no report could be written: {exc}", style="red", markup=False)
+        raise SystemExit(2) from None
+    if warning:
+        console.print(f"warning: {warning}", style="yellow", markup=False)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".kconform-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        console.print(f"error: --out {out} is not writable: {exc.strerror or exc}", style="red", markup=False)
+        raise SystemExit(2) from None
+    return engine
 
 
 class _RichProgress:

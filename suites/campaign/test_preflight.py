@@ -1,0 +1,59 @@
+"""What the campaign needs at its end (an engine that can roll up, a writable out directory) is checked
+before any work: a missing need ends it at once with one line and exit 2, and a Spark that cannot start
+gives way to DuckDB with a warning."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from kconform.harness.cli import cli
+from kconform.spark_reports import session
+from kconform.spark_reports.session import choose_engine, spark_problem
+
+
+def test_the_engine_is_chosen_before_the_work_and_says_why_it_changed():
+    assert choose_engine("spark", None, duckdb_installed=True) == ("spark", None)
+    engine, warning = choose_engine("spark", "no java", duckdb_installed=True)
+    assert engine == "duckdb" and warning.startswith("no java") and "DuckDB instead" in warning
+    assert choose_engine("duckdb", "no java", duckdb_installed=True) == ("duckdb", None)
+    with pytest.raises(ValueError, match="no java .*DuckDB.*not installed"):
+        choose_engine("spark", "no java", duckdb_installed=False)
+    with pytest.raises(ValueError, match="DuckDB engine is not installed"):
+        choose_engine("duckdb", None, duckdb_installed=False)
+
+
+def test_hidden_java_is_found_out_without_starting_spark(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no java on it
+    assert "Java 17" in spark_problem()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert "Java 17" in spark_problem()
+
+
+def _campaign(*args: str):
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["campaign", "--targets", "reference", "--no-chaos", *args])
+    return result, time.monotonic() - started
+
+
+def test_no_engine_at_all_ends_the_campaign_at_once(monkeypatch, tmp_path):
+    monkeypatch.setattr(session, "spark_problem", lambda: "pyspark is not installed")
+    monkeypatch.setattr(session, "duckdb_installed", lambda: False)
+    result, seconds = _campaign("--out", str(tmp_path / "c"))
+    assert result.exit_code == 2 and seconds < 5, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("error: no report could be written: pyspark is not installed")
+    assert "Traceback" not in result.output and not list((tmp_path).iterdir())
+
+
+def test_an_out_directory_that_cannot_be_written_ends_the_campaign_at_once(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result, seconds = _campaign("--engine", "duckdb", "--out", str(blocker / "campaign"))
+    assert result.exit_code == 2 and seconds < 5, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"error: --out {blocker / 'campaign'} is not writable")
+    assert "Traceback" not in result.output
