@@ -148,7 +148,7 @@ def campaign(
         )
     for note in plan.notes:
         console.print(f"[yellow]{note}[/yellow]")
-    with _RichProgress(console) as progress:
+    with _RichProgress(console) if console.is_terminal else _LineProgress(console) as progress:
         outcome = run_end_to_end(
             plan,
             out,
@@ -200,6 +200,41 @@ def _preflight(console, engine: str, out: Path) -> str:
         console.print(f"error: --out {out} is not writable: {exc.strerror or exc}", style="red", markup=False)
         raise SystemExit(2) from None
     return engine
+
+
+class _LineProgress:
+    """``CampaignProgress`` as plain lines, for output that is not a terminal (a CI log, a pipe): each
+    part's start and end, and its status at most every ``every`` seconds in between."""
+
+    def __init__(self, console, every: float = 30.0, clock=time.monotonic) -> None:
+        self._console, self._every, self._clock = console, every, clock
+        self._started = clock()
+        self._last: dict[str, float] = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def _line(self, text: str) -> None:
+        self._console.print(f"{self._clock() - self._started:7.1f}s  {text}", markup=False, highlight=False)
+
+    def part_started(self, part: str, label: str, total: float) -> None:
+        self._last[label] = self._clock()
+        self._line(f"{label}: started")
+
+    def part_advanced(self, label: str, completed: float, status: str) -> None:
+        if self._clock() - self._last.get(label, 0.0) >= self._every:
+            self._last[label] = self._clock()
+            self._line(f"{label}: {status}")
+
+    def part_finished(self, outcome) -> None:
+        label = f"{outcome.part} {' vs '.join(outcome.targets)}"
+        self._line(f"{label}: {outcome.error or outcome.headline}")
+
+    def report_step(self, step: str) -> None:
+        self._line(f"report: {step}")
 
 
 class _RichProgress:

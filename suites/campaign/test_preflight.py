@@ -57,3 +57,29 @@ def test_an_out_directory_that_cannot_be_written_ends_the_campaign_at_once(tmp_p
     last = result.output.strip().splitlines()[-1]
     assert last.startswith(f"error: --out {blocker / 'campaign'} is not writable")
     assert "Traceback" not in result.output
+
+
+def test_progress_is_plain_lines_when_the_output_is_not_a_terminal():
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from kconform.harness.cli.campaign import _LineProgress
+
+    console = Console(record=True, width=40, soft_wrap=True)
+    now = [0.0]
+    progress = _LineProgress(console, every=30, clock=lambda: now[0])
+    progress.part_started("conform", "conform reference", 30)
+    for t, status in ((10, "quiet"), (31, "120 pass"), (40, "quiet too")):
+        now[0] = t
+        progress.part_advanced("conform reference", t, status)
+    finished = SimpleNamespace(part="conform", targets=("reference",), error=None, headline="done")
+    progress.part_finished(finished)
+    progress.report_step("starting Spark (local mode)")
+    lines = console.export_text().splitlines()
+    assert [line.strip().split("  ", 1)[1] for line in lines] == [
+        "conform reference: started",
+        "conform reference: 120 pass",
+        "conform reference: done",
+        "report: starting Spark (local mode)",
+    ], "one line each, status at most every 30 s, never cut at the console's width"
