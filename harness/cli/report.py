@@ -80,6 +80,11 @@ def _print_summary(console: Console, summary: dict, page: Path, summary_file: Pa
     if changes["has_previous"]:
         line += f" ({totals['new_divergences']:,} new, {totals['fixed_divergences']:,} fixed)"
     line += f"; chaos: {totals['chaos_violations']:,} violation(s) in {totals['chaos_results']:,} result(s)"
+    if totals.get("rule_tests"):
+        line += (
+            f"; rules: {totals['rule_tests_passed']:,} passed of {totals['rule_tests_ran']:,} ran, "
+            f"{totals['rule_surprises']:,} not as known"
+        )
     console.print(line)
     console.print(f"dashboard  [bold]{escape(str(page))}[/bold] (open it in a browser; it needs no network)")
     console.print(f"summary    {escape(str(summary_file))}")

@@ -49,7 +49,7 @@ async def create_topics(s: RuleSession, version: int, *topics, validate_only: bo
 
 async def topic_state(s: RuleSession, name: str):
     """The Metadata answer for ``name`` (no auto-creation), at the target's newest version up to 12."""
-    version = min(s.versions[METADATA][1], 12)
+    version = s.setup_version(METADATA, 12)
     body = await s.call(await s.raw(), METADATA, version, metadata_request(name))
     return body.topics[0]
 
@@ -76,7 +76,7 @@ async def expect_gone(s: RuleSession, name: str) -> None:
 
 
 async def broker_ids(s: RuleSession) -> list[int]:
-    version = min(s.versions[METADATA][1], 12)
+    version = s.setup_version(METADATA, 12)
     body = await s.call(await s.raw(), METADATA, version, MetadataRequest(topics=[]))
     return sorted(b.node_id for b in body.brokers)
 

@@ -82,7 +82,7 @@ async def incremental(s: RuleSession, version: int, *resources, validate_only=Fa
 
 async def some_broker(s: RuleSession):
     """A raw connection to one broker and its node id."""
-    body = await s.call(await s.raw(), METADATA, min(s.versions[METADATA][1], 12), MetadataRequest(topics=[]))
+    body = await s.call(await s.raw(), METADATA, s.setup_version(METADATA, 12), MetadataRequest(topics=[]))
     node = body.brokers[0].node_id
     return await s.raw(node), node
 

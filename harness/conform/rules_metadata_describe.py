@@ -42,7 +42,7 @@ async def cluster_as_metadata(s: RuleSession, version: int) -> None:
     """DescribeCluster answers NONE with the cluster id and the broker ids Metadata gives, and a
     controller id among those brokers."""
     body = await describe_cluster(s, version)
-    meta = await s.call(await s.raw(), METADATA, min(s.versions[METADATA][1], 12), MetadataRequest(topics=[]))
+    meta = await s.call(await s.raw(), METADATA, s.setup_version(METADATA, 12), MetadataRequest(topics=[]))
     expect_error("error_code", body.error_code, Errors.NONE)
     expect("cluster_id", body.cluster_id, meta.cluster_id)
     brokers = sorted(b.broker_id for b in body.brokers)

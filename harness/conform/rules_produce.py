@@ -55,10 +55,10 @@ async def produce_one(s: RuleSession, client, version: int, topic: str, topic_id
 
 
 async def _fetch_partition(s: RuleSession, client, topic: str, topic_id, offset: int, partition: int = 0):
-    """One partition of a consumer Fetch at the newest version the target serves. The short wait lets
-    a broker that answers only once data is read have its say; Kafka answers at once when data is
-    there."""
-    version = s.versions[FETCH][1]
+    """One partition of a consumer Fetch at the newest version the target serves (below v13 when the
+    topic's id is not known: FetchRequest.Builder's rule, fetch by name). The short wait lets a broker
+    that answers only once data is read have its say; Kafka answers at once when data is there."""
+    version = s.read_back_version(topic_id)
     request = fetch_request(topic, topic_id, {partition: offset}, max_wait_ms=300)
     body = await s.call(client, FETCH, version, request)
     parts = [p for t in body.responses for p in t.partitions if p.partition_index == partition]

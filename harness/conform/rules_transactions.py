@@ -50,7 +50,7 @@ class Txn:
 
     async def knows(self, topic: str) -> None:
         """Wait until the coordinator's own metadata has ``topic`` (it checks partitions against it)."""
-        version = min(self.s.versions[METADATA][1], 12)
+        version = self.s.setup_version(METADATA, 12)
         for _ in range(50):
             body = await self.s.call(self.coordinator, METADATA, version, metadata_request(topic))
             if body.topics and body.topics[0].error_code == Errors.NONE and body.topics[0].partitions:

@@ -124,10 +124,6 @@ async def _fetch(s: RuleSession, leader, topic, topic_id, version: int, isolatio
     return body.responses[0].partitions[0]
 
 
-def _fetch_version(s: RuleSession) -> int:
-    return s.versions[FETCH][1]
-
-
 def _data(part) -> list:
     """The records of the data batches (control batches left out, as a consumer does)."""
     return [r for b in _batches(part) if not b.is_control for r in b.records]
@@ -152,7 +148,7 @@ async def _ended(s: RuleSession, commit: bool, count: int = 2):
 async def _settled(s: RuleSession, leader, topic, topic_id, end: int) -> None:
     """Markers are written after EndTxn answers: wait until the last stable offset reaches ``end``."""
     for _ in range(50):
-        part = await _fetch(s, leader, topic, topic_id, _fetch_version(s), READ_COMMITTED)
+        part = await _fetch(s, leader, topic, topic_id, s.read_back_version(topic_id), READ_COMMITTED)
         if part.last_stable_offset >= end:
             return
         await asyncio.sleep(0.1)

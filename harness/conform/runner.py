@@ -97,7 +97,7 @@ async def run_rules(
             if deadline is not None and clock() >= deadline:
                 return note(_not_run(rule, version, target))
             generation = crashes.generation
-            outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
+            outcome = await _run_one(rule, version, target, crashes.bootstrap, served, handle)
             if outcome.outcome in ("fail", "error") and await crashes.met(generation):
                 crashes.again.append((rule, version))
                 return None
@@ -122,7 +122,7 @@ async def run_rules(
             done.append(note(_not_run(rule, version, target)))
             continue
         await crashes.restart()
-        outcome = await _run_one(rule, version, target, crashes.bootstrap, served)
+        outcome = await _run_one(rule, version, target, crashes.bootstrap, served, handle)
         for _ in range(20 if outcome.outcome in ("fail", "error") else 0):
             if not crashes.alive():  # a process that closed its sockets as it died: gone in a moment
                 break
@@ -195,9 +195,16 @@ class _Crashes:
         self.bootstrap = self.handle.bootstrap
 
 
-async def _run_one(rule: Rule, version: int, target: str, bootstrap: str, served) -> Outcome:
+async def _run_one(rule: Rule, version: int, target: str, bootstrap: str, served, handle=None) -> Outcome:
     started, wall_us = time.monotonic(), time.time_ns() // 1000
-    session = RuleSession(bootstrap, rule.id.replace(".", "-"), served)
+    session = RuleSession(
+        bootstrap,
+        rule.id.replace(".", "-"),
+        served,
+        # a target's own way to make a topic (the mock's), used where it serves no CreateTopics
+        topic_aside=getattr(handle, "create_topic", None),
+        setup_caps=getattr(handle, "conform_setup_caps", None),
+    )
     fields: dict = {}
     try:
         await asyncio.wait_for(rule.check(session, version), _CHECK_TIMEOUT_S)

@@ -2,9 +2,12 @@
 ids, so that tests never meet on a long-lived target), raw connections to the node that leads a
 partition or coordinates a group, and the set-up steps most rules share.
 
-Set-up goes through the reference client (create a topic and wait until every broker knows it); the
-request a rule is about goes through a raw connection at the version under test, so the check sees the
-answer exactly as the target gave it, or the closed connection or the silence instead."""
+Set-up goes through the reference client (create a topic and wait until every broker knows it); a
+target that serves no CreateTopics (librdkafka's mock) may give its own way to make a topic with default
+configs, which is used then, since the rule is about another API. The request a rule is about goes
+through a raw connection at the version under test, so the check sees the answer exactly as the target
+gave it, or the closed connection or the silence instead; an answer that does not decode fails the
+rule (Kafka's always does)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,11 @@ import asyncio
 import itertools
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+from kconform.codecs import DecodeError
+from kconform.codecs.constants import ZERO_UUID
 from kconform.codecs.errors import Errors, error_for
 from kconform.codecs.messages import CreateTopicsRequest
 
@@ -25,7 +31,7 @@ from .requests import metadata_request
 
 __all__ = ["RuleSession", "SetupFailed"]
 
-_METADATA, _CREATE_TOPICS = 3, 19
+_FETCH, _METADATA, _CREATE_TOPICS = 1, 3, 19
 _TIMEOUT_S = 10.0
 
 
@@ -35,12 +41,22 @@ class SetupFailed(RuntimeError):
 
 
 class RuleSession:
-    def __init__(self, bootstrap: str, test_id: str, versions: dict[int, tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        test_id: str,
+        versions: dict[int, tuple[int, int]],
+        topic_aside: Callable[[str, int], None] | None = None,
+        setup_caps: dict[int, int] | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
         self.versions = versions  # what the target advertises, by API key
+        self._topic_aside = topic_aside  # the target's own way to make a topic, outside the protocol
         self._prefix = f"kc{uuid.uuid4().hex[:6]}-{test_id}"[:120]
         self._counter = itertools.count()
-        self._client = NetworkClient(bootstrap)
+        # set-up stays below versions a target is known to answer in a form that does not decode
+        self._setup_caps = dict(setup_caps or {})
+        self._client = NetworkClient(bootstrap, version_caps=self._setup_caps)
         self._raw: list[RawClient] = []
 
     # ---- names ----------------------------------------------------------------------------------
@@ -74,7 +90,10 @@ class RuleSession:
 
     async def call(self, client: RawClient, api_key: int, version: int, body: Any) -> Any:
         """The decoded answer; a closed connection or silence fails the rule (Kafka answers)."""
-        reply = await client.request(api_key, version, body, timeout=_TIMEOUT_S)
+        try:
+            reply = await client.request(api_key, version, body, timeout=_TIMEOUT_S)
+        except DecodeError as exc:
+            raise RuleFailed("fate", "an answer that decodes", f"one that does not: {exc}") from None
         if not reply.answered:
             raise RuleFailed("fate", "answered", reply.fate.value)
         return reply.body
@@ -96,23 +115,41 @@ class RuleSession:
             configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
         )
         try:
-            body = await self._client.send_any(
-                _CREATE_TOPICS, CreateTopicsRequest(topics=[topic], timeout_ms=int(_TIMEOUT_S * 1000))
-            )
-            result = body.topics[0]
-            if result.error_code != Errors.NONE:
-                raise BrokerError(result.error_code, f"creating topic {name}", result.error_message)
+            if _CREATE_TOPICS not in self.versions and self._topic_aside is not None:
+                if configs:
+                    raise SetupFailed(
+                        "the target serves no CreateTopics, and its own way to make a topic takes no configs"
+                    )
+                await asyncio.to_thread(self._topic_aside, name, partitions)
+            else:
+                body = await self._client.send_any(
+                    _CREATE_TOPICS, CreateTopicsRequest(topics=[topic], timeout_ms=int(_TIMEOUT_S * 1000))
+                )
+                result = body.topics[0]
+                if result.error_code != Errors.NONE:
+                    raise BrokerError(result.error_code, f"creating topic {name}", result.error_message)
             await self._client.wait_for_topic(name, _TIMEOUT_S)
             await self._known_everywhere(name, partitions)
         except Exception as exc:
             raise SetupFailed(f"creating topic {name} with {configs or 'defaults'}: {exc}") from exc
         return name, self._client.metadata.topic_id(name)
 
+    def setup_version(self, api_key: int, cap: int) -> int:
+        """The version a set-up step (not the request a rule is about) asks ``api_key`` at: the newest the
+        target serves, at most ``cap`` and below any version it is known to answer undecodably."""
+        return min(self.versions[api_key][1], cap, self._setup_caps.get(api_key, cap))
+
+    def read_back_version(self, topic_id) -> int:
+        """The Fetch version a rule reads its own writes back at: the newest the target serves, below v13
+        when the topic's id is not known (FetchRequest.Builder's rule: then it fetches by name)."""
+        newest = self.versions[_FETCH][1]
+        return newest if topic_id not in (None, ZERO_UUID) else min(newest, 12)
+
     async def _known_everywhere(self, topic: str, partitions: int) -> None:
         """Wait until every broker's own Metadata answer has every partition of ``topic`` with a leader,
         as Kafka's tests do (TestUtils.waitForAllPartitionsMetadata): metadata reaches the brokers of a
         cluster one by one, and a rule asking a broker that has not seen it yet would test the race."""
-        version = min(self.versions.get(_METADATA, (0, 0))[1], 12)
+        version = self.setup_version(_METADATA, 12)
         deadline = time.monotonic() + _TIMEOUT_S
         for node in list(self._client.metadata.brokers):
             client = await self.raw(node)

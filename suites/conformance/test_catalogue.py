@@ -241,3 +241,19 @@ def test_the_conform_command_lists_runs_and_exits_as_documented(tmp_path):
     assert (tmp_path / "rules" / "part-000000.parquet").is_file() and (tmp_path / "conform.json").is_file()
     page = (tmp_path / "report" / "index.html").read_text()
     assert 'id="rules-grid"' in page and "ApiVersions" in page.split('id="rules-grid"')[1]
+
+
+def test_set_up_steps_stay_at_versions_the_target_answers_decodably():
+    """A rule reads its writes back by name below Fetch v13 when the topic's id is unknown (the mock
+    gives none), and set-up Metadata stays under a target's known-bad versions (the mock's v9+)."""
+    import uuid
+
+    from kconform.harness.conform.session import RuleSession
+
+    served = {1: (4, 17), 3: (0, 13)}
+    plain = RuleSession("127.0.0.1:1", "x", served)
+    assert plain.read_back_version(uuid.uuid4()) == 17
+    assert plain.read_back_version(None) == 12
+    assert plain.setup_version(3, 12) == 12
+    capped = RuleSession("127.0.0.1:1", "x", served, setup_caps={3: 8})
+    assert capped.setup_version(3, 12) == 8 and capped.setup_version(1, 12) == 12
