@@ -98,7 +98,8 @@ async def run_rules(
                 return note(_not_run(rule, version, target))
             generation = crashes.generation
             outcome = await _run_one(rule, version, target, crashes.bootstrap, served, handle)
-            if outcome.outcome in ("fail", "error") and await crashes.met(generation):
+            settle = outcome.outcome == "error" or outcome.field == "fate"  # what a dying target looks like
+            if outcome.outcome in ("fail", "error") and await crashes.met(generation, settle=settle):
                 crashes.again.append((rule, version))
                 return None
             return note(outcome)
@@ -174,9 +175,16 @@ class _Crashes:
     def alive(self) -> bool:
         return self.handle is None or self.handle.alive()
 
-    async def met(self, generation: int) -> bool:
+    async def met(self, generation: int, *, settle: bool = False) -> bool:
+        """Whether a crash met the test begun in ``generation`` (restarting the target if it is down).
+        With ``settle``, a target still alive is given a moment to be seen dead: a process that closed
+        its sockets as it died is reaped a little later."""
         if self.handle is None:
             return False
+        for _ in range(10 if settle else 0):
+            if generation != self.generation or not self.alive():
+                break
+            await asyncio.sleep(0.1)
         async with self._lock:
             if generation == self.generation and self.alive():
                 return False

@@ -114,9 +114,18 @@ class RdkafkaMockTarget(Target):
         try:
             self._process.stdin.write(json.dumps({"op": op, "args": list(args)}) + "\n")
             self._process.stdin.flush()
+            line = self._process.stdout.readline()
         except OSError as exc:  # it died: the caller hears so, as from any command it cannot run
-            return {"error": f"the mock process ended ({exc})"}
-        return json.loads(self._process.stdout.readline() or '{"error": "the mock process ended"}')
+            line, why = "", f" ({exc})"
+        else:
+            why = ""
+        if line:
+            return json.loads(line)
+        try:  # its pipes closed as it died: wait until it is seen dead, so a caller asking alive() knows
+            self._process.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        return {"error": f"the mock process ended{why}"}
 
     @property
     def bootstrap(self) -> str:

@@ -7,10 +7,6 @@ import ipaddress
 import os
 from pathlib import Path
 
-import pytest
-
-from kconform.spark_reports.session import spark_session
-
 LOOPBACK = {"127.0.0.1", "::1"}
 
 
@@ -64,14 +60,8 @@ def listening(pids: set[int]) -> list[tuple[str, int]]:
     return found
 
 
-def test_a_local_roll_up_listens_on_loopback_only():
-    try:
-        with spark_session() as spark:
-            assert spark.range(1000).selectExpr("sum(id)").collect()[0][0] == 499500
-            sockets = listening(_descendants(os.getpid()))
-    except Exception as exc:  # noqa: BLE001 - only a Spark that cannot start is a reason to skip
-        if type(exc).__name__ == "SparkUnavailable":
-            pytest.skip(f"Spark cannot start here: {exc}")
-        raise
+def test_a_local_roll_up_listens_on_loopback_only(spark):
+    assert spark.range(1000).selectExpr("sum(id)").collect()[0][0] == 499500
+    sockets = listening(_descendants(os.getpid()))
     assert sockets, "the driver listens somewhere (its RPC endpoint at least): the census saw nothing"
     assert {address for address, _ in sockets} <= LOOPBACK, sockets
