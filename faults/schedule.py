@@ -212,7 +212,7 @@ def random_schedule(
     choices = faults or ["latency", "bandwidth", "timeout", "reset_peer", "slicer", "partition", "flap"]
     steps = []
     t = rng.expovariate(1 / mean_gap)
-    while t < duration:
+    while round(t, 3) < duration:  # a start that rounds up to the end would fall outside the run
         fault = rng.choice(choices)
         params = dict(FAULTS[fault][1])
         if fault == "latency":
