@@ -100,17 +100,24 @@ def _runs(counts: list[dict], runs: list[RunDirectory]) -> list[RuleRun]:
                 run_id=run_id,
                 target=target,
                 started_at=started or utc_iso(first[index, run_id, target]),
-                tests=sum(tally[o] for o in _WORST_FIRST),
-                passed=tally["pass"],
-                failed=tally["fail"],
-                errors=tally["error"],
-                not_applicable=tally["not-applicable"],
-                not_run=tally["not-run"],
+                **_counted(tally),
                 surprises=tally["surprises"],
                 directory=str(runs[index].path),
             )
         )
     return sorted(rows, key=lambda r: (r.started_at, r.run_id, r.target))
+
+
+def _counted(tally: Counter) -> dict[str, int]:
+    """A tally of outcomes as the rows' count fields: every test, then each outcome."""
+    return {
+        "tests": sum(tally[o] for o in _WORST_FIRST),
+        "passed": tally["pass"],
+        "failed": tally["fail"],
+        "errors": tally["error"],
+        "not_applicable": tally["not-applicable"],
+        "not_run": tally["not-run"],
+    }
 
 
 def _cells(counts: list[dict]) -> list[RuleCell]:
@@ -125,12 +132,7 @@ def _cells(counts: list[dict]) -> list[RuleCell]:
             api_key=key,
             api_name=name,
             target=target,
-            tests=sum(t[o] for o in _WORST_FIRST),
-            passed=t["pass"],
-            failed=t["fail"],
-            errors=t["error"],
-            not_applicable=t["not-applicable"],
-            not_run=t["not-run"],
+            **_counted(t),
             surprises=t["surprises"],
         )
         for (family, key, name, target), t in sorted(tallies.items())
@@ -178,12 +180,7 @@ def _ledger(counts: list[dict], runs: list[RunDirectory], newest: dict[str, str]
                     routed=key in served[target],
                     versions=versions,
                     rules=len(rules[target, key]),
-                    tests=sum(t[o] for o in _WORST_FIRST),
-                    passed=t["pass"],
-                    failed=t["fail"],
-                    errors=t["error"],
-                    not_applicable=t["not-applicable"],
-                    not_run=t["not-run"],
+                    **_counted(t),
                     semantics=semantics_grade(t["pass"], t["fail"]),
                 )
             )
