@@ -1,7 +1,8 @@
 """``build_dashboard``: from run directories to a report folder, the whole pipeline in one call.
 
 find the runs -> roll their traces up (Spark, or DuckDB for a quick look) -> compare with the previous
-report -> write ``index.html``, ``summary.json`` and ``junit.xml``, each atomically. Bad input (a
+report -> copy the stored cases it names into ``cases/`` -> write ``index.html``, ``summary.json`` and
+``junit.xml``, each atomically. Bad input (a
 folder that is not a run, a previous report that is not one) is a ``ReportInputError`` raised before
 any engine starts, so it costs no Spark start-up to find out."""
 
@@ -18,6 +19,7 @@ from .compare import compare
 from .dashboard import render_dashboard
 from .model import Rollup
 from .outputs import SUMMARY_SCHEMA, atomic_write_text, write_junit, write_summary_json
+from .report_cases import copy_cases
 from .runs import ReportInputError, RunDirectory, find_runs
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ def build_dashboard(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    rollup = copy_cases(rollup, out)
     write_summary_json(out / SUMMARY_FILE, rollup, comparison, generated_at=generated_at, title=title)
     write_junit(out / JUNIT_FILE, rollup, timestamp=now.strftime("%Y-%m-%dT%H:%M:%S"))
     page = render_dashboard(rollup, comparison, title=title, generated_at=generated_at)

@@ -2,7 +2,8 @@
 
 Self-contained means it loads nothing: CSS and the small script are inline, charts are inline SVG,
 there is no URL to any other host, so the file opens anywhere (a CI artefact, an air-gapped laptop).
-Sections have stable ids (summary, rules, grid, divergences, latency, chaos, changes, history, runs)
+Sections have stable ids (summary, rules, grid, divergences, crashes, latency, chaos, changes, history,
+runs)
 that links and tests rely on."""
 
 from __future__ import annotations
@@ -11,14 +12,33 @@ from .compare import Comparison
 from .markup import esc
 from .model import Rollup
 from .sections_chaos import chaos_section
-from .sections_overview import changes_section, history_section, runs_section, summary_section
-from .sections_results import divergences_section, grid_section, latency_section
+from .sections_divergences import crashes_section, divergences_section
+from .sections_grid import grid_section
+from .sections_overview import (
+    changes_section,
+    exchange_split,
+    history_section,
+    runs_section,
+    summary_section,
+)
+from .sections_results import latency_section
 from .sections_rules import rules_section
 from .theme import CSS, SCRIPT
 
 __all__ = ["SECTION_IDS", "render_dashboard"]
 
-SECTION_IDS = ("summary", "rules", "grid", "divergences", "latency", "chaos", "changes", "history", "runs")
+SECTION_IDS = (
+    "summary",
+    "rules",
+    "grid",
+    "divergences",
+    "crashes",
+    "latency",
+    "chaos",
+    "changes",
+    "history",
+    "runs",
+)
 
 
 def _nav(rollup: Rollup, comparison: Comparison) -> str:
@@ -26,6 +46,7 @@ def _nav(rollup: Rollup, comparison: Comparison) -> str:
         "rules": len(rollup.rule_status),
         "grid": len(rollup.grid),
         "divergences": len(rollup.divergences),
+        "crashes": len(rollup.crashes),
         "latency": len(rollup.latency),
         "chaos": len(rollup.chaos),
         "changes": len(comparison.new_divergences) + len(comparison.fixed_divergences),
@@ -47,15 +68,20 @@ def render_dashboard(rollup: Rollup, comparison: Comparison, *, title: str, gene
     sections = (
         summary_section(rollup, comparison),
         rules_section(rollup, comparison),
-        grid_section(rollup.grid),
-        divergences_section(rollup.divergences, new),
+        grid_section(rollup.grid, rollup.offered),
+        divergences_section(rollup.divergences, new, rollup.grid),
+        crashes_section(rollup.crashes),
         latency_section(rollup.latency),
-        chaos_section(rollup.chaos),
+        chaos_section(rollup.chaos, rollup.chaos_felt),
         changes_section(rollup, comparison),
         history_section(comparison),
         runs_section(rollup),
     )
-    meta = f"generated {generated_at} · {len(rollup.runs):,} runs · {rollup.exchanges:,} exchanges"
+    split = exchange_split(rollup)
+    meta = (
+        f"generated {generated_at} · {len(rollup.runs):,} runs · {rollup.exchanges:,} exchanges "
+        f"({split['diff']:,} compared, {split['chaos']:,} chaos operations, {split['other']:,} other)"
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from kconform.traces import SCHEMA
 
+from .attribution import BLAME_KEYS, FELT_KEYS, attribute
+from .findings import DEVIATES, SUSPECT, blame_rows
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .rules import COUNT_KEYS, RESULT_COLUMNS, rules_part
-from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
+from .runs import RunDirectory, chaos_verdicts, raise_for_bad_trace_file
 
 __all__ = ["duckdb_rollup"]
 
@@ -44,6 +46,42 @@ SELECT field_signature, min(api_key), min(api_label), min(api_version), count(*)
 FROM fields
 WHERE field_signature IS NOT NULL
 GROUP BY field_signature
+"""
+
+PAIRS_SQL = """
+WITH fields AS (
+    SELECT run_dir, target,
+           unnest(CASE WHEN len(signatures) > 0 THEN signatures ELSE [signature] END) AS signature
+    FROM traces
+    WHERE outcome = 'diverge'
+)
+SELECT signature, run_dir, target, count(*) AS n FROM fields WHERE signature IS NOT NULL GROUP BY ALL
+"""
+
+BLAME_SQL = """
+WITH fields AS (
+    SELECT run_dir, run_id, seq, target, api_key, api_label, api_version,
+           unnest(CASE WHEN len(signatures) > 0 THEN signatures ELSE [signature] END) AS signature
+    FROM traces
+    WHERE outcome = 'diverge' AND api_version >= 0
+), judged AS (
+    SELECT f.run_dir, f.run_id, f.seq, f.target, f.api_key, f.api_label, f.api_version,
+           max(coalesce(b.status, $suspect)) AS status
+    FROM fields f LEFT JOIN blame b
+      ON f.run_id = b.run_id AND f.signature = b.signature AND f.target = b.target
+    GROUP BY ALL
+)
+SELECT target, api_key, api_label, api_version,
+       count(*) FILTER (status = $deviates) AS deviates, count(*) FILTER (status = $suspect) AS unknown
+FROM judged GROUP BY ALL
+"""
+
+FELT_SQL = """
+SELECT coalesce(case_id, '?') AS scenario, target, coalesce(len(faults), 0) > 0 AS faulted, outcome,
+       count(*) AS n
+FROM traces
+WHERE api_key >= 0 AND api_version < 0
+GROUP BY ALL
 """
 
 LATENCY_SQL = """
@@ -79,21 +117,48 @@ def duckdb_rollup(runs: list[RunDirectory]) -> Rollup:
     with duckdb.connect() as db:
         _add_rules(db, rollup, runs)
         if not _create_traces_view(db, runs):
+            attribute(rollup, runs, blame_counts=[], pair_counts=[], felt_counts=[])
             return rollup
         try:
             # sorted here rather than in SQL, so the order is Python's, as in the Spark job
             cells = [GridCell(*row) for row in db.execute(GRID_SQL).fetchall()]
             rollup.grid = sorted(cells, key=lambda c: (c.api_key, c.api_name, c.api_version, c.target))
-            rollup.divergences = _divergences(db, runs)
+            rollup.divergences = _divergences(db)
             rollup.latency = _latency(db)
             rollup.runs = _runs(db, runs)
             rollup.exchanges = db.execute("SELECT count(*) FROM traces WHERE api_key >= 0").fetchone()[0]
+            pair_counts = _dicts(db.execute(PAIRS_SQL))
+            blame_counts = _blame_counts(db, runs)
+            felt_counts = [
+                dict(zip((*FELT_KEYS, "n"), r, strict=True)) for r in db.execute(FELT_SQL).fetchall()
+            ]
         except duckdb.Error as exc:  # a file that went bad after find_runs checked its footer
             # DuckDB names the file for some failures only (an undecodable page: "don't know what
             # type"), so each file may have to be read through on its own to find the one at fault
             raise_for_bad_trace_file("DuckDB", exc, runs, lambda part: _readable(db, part))
             raise
+    attribute(rollup, runs, blame_counts=blame_counts, pair_counts=pair_counts, felt_counts=felt_counts)
     return rollup
+
+
+def _blame_counts(db, runs: list[RunDirectory]) -> list[dict]:
+    import pyarrow as pa
+
+    blame = blame_rows(runs)
+    table = pa.table(
+        {
+            "run_id": pa.array([b.run_id for b in blame], pa.string()),
+            "signature": pa.array([b.signature for b in blame], pa.string()),
+            "target": pa.array([b.target for b in blame], pa.string()),
+            "status": pa.array([b.status for b in blame], pa.int32()),
+        }
+    )
+    db.register("blame", table)
+    rows = _dicts(db.execute(BLAME_SQL, {"deviates": DEVIATES, "suspect": SUSPECT}))
+    return [
+        {k: row[k] for k in BLAME_KEYS} | {"deviates": row["deviates"], "unknown": row["unknown"]}
+        for row in rows
+    ]
 
 
 def _add_rules(db, rollup: Rollup, runs: list[RunDirectory]) -> None:
@@ -164,27 +229,13 @@ def _literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def _divergences(db, runs: list[RunDirectory]) -> list[DivergenceCluster]:
-    cases = example_cases(runs)
-    clusters = []
-    for signature, key, name, version, exchanges, distinct_cases, targets, run_ids in db.sql(
-        DIVERGENCE_SQL
-    ).fetchall():
-        case = cases.get(signature)
-        clusters.append(
-            DivergenceCluster(
-                signature,
-                key,
-                name,
-                version,
-                exchanges,
-                distinct_cases,
-                tuple(targets),
-                tuple(run_ids),
-                example_case=str(case) if case is not None else None,
-                repro=f"kconform repro {case}" if case is not None else None,
-            )
-        )
+def _divergences(db) -> list[DivergenceCluster]:
+    clusters = [
+        DivergenceCluster(signature, key, name, version, exchanges, cases, tuple(targets), tuple(run_ids))
+        for signature, key, name, version, exchanges, cases, targets, run_ids in db.sql(
+            DIVERGENCE_SQL
+        ).fetchall()
+    ]
     return sorted(clusters, key=lambda c: c.signature)
 
 

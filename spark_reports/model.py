@@ -14,11 +14,14 @@ from typing import Any
 
 __all__ = [
     "NO_FAULT",
+    "ChaosFelt",
     "ChaosVerdict",
+    "CrashRow",
     "DivergenceCluster",
     "GridCell",
     "LatencyRow",
     "LedgerRow",
+    "OfferedCell",
     "Rollup",
     "RuleCell",
     "RuleResult",
@@ -61,11 +64,22 @@ class GridCell:
     timeouts: int
     closed: int
     skipped: int
+    # of the diverged exchanges: those in which this target deviates from Kafka by a verdict, and those
+    # whose verdict is unknown (so this target is one of two suspects); the rest the other side owns
+    deviates: int = 0
+    unknown: int = 0
 
     @property
     def pass_rate(self) -> float:
         judged = self.total - self.skipped
         return self.passed / judged if judged else 0.0
+
+    @property
+    def kafka_rate(self) -> float | None:
+        """The share of judged exchanges in which this target is neither known nor suspected to deviate
+        from Kafka: what its cell is coloured by."""
+        judged = self.total - self.skipped
+        return (judged - self.deviates - self.unknown) / judged if judged else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +90,22 @@ class DivergenceCluster:
     api_key: int
     api_name: str
     api_version: int
-    exchanges: int  # trace rows with this signature
+    exchanges: int  # trace rows with this signature (one per target of each compared pair)
     cases: int  # distinct case ids among them
     targets: tuple[str, ...]  # sorted
     runs: tuple[str, ...]  # sorted run ids
     example_case: str | None = None  # a case file that replays it, when a run stored one
     repro: str | None = None  # the command that replays it
+    pairs: int = 0  # compared pairs (request sent to both targets) that differ in this signature
+    # from the run's summary.json (``findings.SignatureFacts``); empty when no run recorded them
+    sides: tuple[str, ...] = ()  # the targets in the order of ``values``
+    values: tuple[tuple[str, str], ...] = ()  # each side's value, JSON text, first seen first
+    verdict: str = "unknown"  # findings.VERDICT_KINDS
+    deviates: tuple[str, ...] = ()  # who deviates from Kafka (both sides when unknown)
+    verdict_text: str = ""
+    evidence: str = ""  # the place in Apache Kafka's source that decides it
+    cause: str = ""
+    steps: tuple[str, ...] = ()  # the example case's operations, readable
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +250,46 @@ def count_basis(runs: Sequence[ChaosVerdict]) -> str:
     return f"in {runs_text(len(runs))}"
 
 
+@dataclass(frozen=True, slots=True)
+class CrashRow:
+    """A target that crashed answering one API version, with its last words."""
+
+    target: str
+    api_key: int
+    api_name: str
+    api_version: int
+    message: str
+    times: int
+    runs: tuple[str, ...]
+    example_case: str | None = None
+    repro: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedCell:
+    """An (API, version) a target advertised in a differential run."""
+
+    target: str
+    api_key: int
+    api_name: str
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosFelt:
+    """How one chaos scenario's faults were felt on one target: its client operations, split by
+    whether a fault was active, by how each ended."""
+
+    scenario: str
+    target: str
+    faulted: bool
+    operations: int
+    ok: int
+    errors: int
+    timeouts: int
+    closed: int
+
+
 @dataclass(slots=True)
 class Rollup:
     grid: list[GridCell] = field(default_factory=list)
@@ -239,6 +303,9 @@ class Rollup:
     rule_results: list[RuleResult] = field(default_factory=list)  # tests that did not pass, newest runs
     rule_runs: list[RuleRun] = field(default_factory=list)
     rule_status: dict[str, dict[str, str]] = field(default_factory=dict)  # target -> rule id -> status
+    crashes: list[CrashRow] = field(default_factory=list)
+    offered: list[OfferedCell] = field(default_factory=list)  # every pair a diff run's target advertised
+    chaos_felt: list[ChaosFelt] = field(default_factory=list)
 
     def targets(self) -> list[str]:
         """Every target the roll-up has a result for: exchanges, chaos verdicts or rule tests."""
@@ -247,7 +314,10 @@ class Rollup:
     def to_json(self) -> dict[str, Any]:
         return {
             "exchanges": self.exchanges,
-            "grid": [asdict(c) | {"pass_rate": round(c.pass_rate, 6)} for c in self.grid],
+            "grid": [
+                asdict(c) | {"pass_rate": round(c.pass_rate, 6), "kafka_rate": _rounded(c.kafka_rate)}
+                for c in self.grid
+            ],
             "divergences": [asdict(d) for d in self.divergences],
             "latency": [asdict(r) for r in self.latency],
             "runs": [asdict(r) for r in self.runs],
@@ -257,4 +327,11 @@ class Rollup:
             "rule_results": [asdict(r) for r in self.rule_results],
             "rule_runs": [asdict(r) for r in self.rule_runs],
             "rule_status": {target: dict(rules) for target, rules in self.rule_status.items()},
+            "crashes": [asdict(c) for c in self.crashes],
+            "offered": [asdict(c) for c in self.offered],
+            "chaos_felt": [asdict(c) for c in self.chaos_felt],
         }
+
+
+def _rounded(rate: float | None) -> float | None:
+    return None if rate is None else round(rate, 6)

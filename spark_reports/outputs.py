@@ -106,12 +106,18 @@ def _grid_suite(rollup: Rollup) -> ET.Element:
             f"{c.total} exchanges: {c.passed} passed, {c.diverged} diverged, {c.errors} errors, "
             f"{c.timeouts} timeouts, {c.closed} closed, {c.skipped} skipped"
         )
-        # Only a divergence fails a cell: an answer with an error code is Kafka's answer too when the
-        # targets agree on it, and client operations under faults are judged by their chaos verdicts.
-        if c.diverged:
-            ET.SubElement(case, "failure", type="divergence", message=f"{c.diverged} diverged").text = counts
+        # Only a divergence this target owns fails its cell: one whose verdict names it, or one no
+        # verdict tells about (both targets fail then). An answer with an error code is Kafka's answer
+        # too when the targets agree on it, and client operations under faults are judged by their
+        # chaos verdicts.
+        if c.deviates or c.unknown:
+            owned = [f"{n} {what}" for n, what in ((c.deviates, "deviate from Kafka"), (c.unknown, "with an "
+                     "unknown verdict")) if n]  # fmt: skip
+            message = f"{c.diverged} diverged: {', '.join(owned)}"
+            ET.SubElement(case, "failure", type="divergence", message=message).text = counts
         else:
-            ET.SubElement(case, "system-out").text = counts
+            cleared = f"; the other target deviates in all {c.diverged} that diverged" if c.diverged else ""
+            ET.SubElement(case, "system-out").text = counts + cleared
     return suite
 
 
@@ -146,24 +152,31 @@ def _chaos_counts(v: ChaosVerdict) -> str:
 
 
 def _divergence_suite(rollup: Rollup) -> ET.Element:
+    """A testcase per signature and target it was seen on, failed on the targets that deviate from
+    Kafka (both when the verdict is unknown) and passed, with the verdict, on the one that matches."""
     suite = ET.Element("testsuite", name="kconform.divergences")
     for d in rollup.divergences:
-        case = _case(suite, f"kconform.divergences.{d.api_name}", d.signature)
-        failure = ET.SubElement(
-            case,
-            "failure",
-            type="divergence",
-            message=f"{d.exchanges} exchanges in {d.cases} cases differ between {' and '.join(d.targets)}",
-        )
-        failure.text = "\n".join(
+        values = "; ".join(f"{' vs '.join(pair)}" for pair in d.values)
+        detail = "\n".join(
             line
             for line in (
+                f"verdict: {d.verdict_text}",
+                f"Kafka: {d.evidence}" if d.evidence else "",
+                f"values ({' vs '.join(d.sides)}): {values}" if values else "",
+                *(f"step: {step}" for step in d.steps),
                 f"example case: {d.example_case}" if d.example_case else "",
                 f"replay: {d.repro}" if d.repro else "",
                 f"runs: {', '.join(d.runs)}",
             )
             if line
         )
+        for target in d.sides or d.targets:
+            case = _case(suite, f"kconform.divergences.{target}.{d.api_name}", d.signature)
+            if target in d.deviates:
+                message = f"{d.pairs} compared pairs in {d.cases} cases differ; {d.verdict_text}"
+                ET.SubElement(case, "failure", type=f"divergence-{d.verdict}", message=message).text = detail
+            else:
+                ET.SubElement(case, "system-out").text = detail
     return suite
 
 

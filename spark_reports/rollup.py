@@ -28,9 +28,11 @@ import pyarrow as pa
 from kconform.traces import SCHEMA
 from kconform.traces.rules import RULE_SCHEMA
 
+from .attribution import BLAME_KEYS, attribute
+from .findings import DEVIATES, SUSPECT, blame_rows
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .rules import COUNT_KEYS, RESULT_COLUMNS, rules_part
-from .runs import RunDirectory, chaos_verdicts, example_cases, raise_for_bad_trace_file
+from .runs import RunDirectory, chaos_verdicts, raise_for_bad_trace_file
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,10 +76,13 @@ def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
     _add_rules(rollup, runs, spark)
     traces = _traces(runs, spark)
     if traces is None:
+        attribute(rollup, runs, blame_counts=[], pair_counts=[], felt_counts=[])
         return rollup
     try:
         counts = _outcome_counts(traces)
-        rollup.divergences = _divergences(traces, runs)
+        rollup.divergences, pair_counts = _divergences(traces)
+        blame_counts = _blame_counts(traces, runs, spark)
+        felt_counts = _felt_counts(traces)
         rollup.latency = _latency(traces)
     except Exception as exc:  # a file that went bad after find_runs checked its footer
         raise_for_bad_trace_file("Spark", exc, runs)
@@ -85,6 +90,7 @@ def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
     rollup.grid = _grid(counts)
     rollup.runs = _run_rows(counts, runs)
     rollup.exchanges = sum(row["n"] for row in counts if row["api_key"] >= 0)
+    attribute(rollup, runs, blame_counts=blame_counts, pair_counts=pair_counts, felt_counts=felt_counts)
     return rollup
 
 
@@ -214,15 +220,21 @@ def _run_rows(counts: list[dict], runs: list[RunDirectory]) -> list[RunRow]:
     return sorted(rows, key=lambda r: (r.run_id, r.directory))
 
 
-def _divergences(traces: DataFrame, runs: list[RunDirectory]) -> list[DivergenceCluster]:
+def _every_signature():
+    """Every field an exchange differs in (``signatures``); files older than that column have only the
+    first (``signature``)."""
     from pyspark.sql import functions as F
 
-    # every field an exchange differs in (``signatures``); files older than that column have only the
-    # first (``signature``)
-    every = F.when(F.size("signatures") > 0, F.col("signatures")).otherwise(F.array("signature"))
+    return F.when(F.size("signatures") > 0, F.col("signatures")).otherwise(F.array("signature"))
+
+
+def _divergences(traces: DataFrame) -> tuple[list[DivergenceCluster], list[dict]]:
+    """The clusters, and the rows (signature, run_dir, target, n) their compared pairs are counted from."""
+    from pyspark.sql import functions as F
+
     diverged = (
         traces.where(F.col("outcome") == "diverge")
-        .withColumn("signature", F.explode(every))
+        .withColumn("signature", F.explode(_every_signature()))
         .where(F.col("signature").isNotNull())
     )
     grouped = diverged.groupBy("signature").agg(
@@ -234,25 +246,61 @@ def _divergences(traces: DataFrame, runs: list[RunDirectory]) -> list[Divergence
         F.sort_array(F.collect_set("target")).alias("targets"),
         F.sort_array(F.collect_set("run_id")).alias("runs"),
     )
-    cases = example_cases(runs)
-    clusters = []
-    for row in grouped.collect():
-        case = cases.get(row["signature"])
-        clusters.append(
-            DivergenceCluster(
-                signature=row["signature"],
-                api_key=row["api_key"],
-                api_name=row["api_name"],
-                api_version=row["api_version"],
-                exchanges=row["exchanges"],
-                cases=row["cases"],
-                targets=tuple(row["targets"]),
-                runs=tuple(row["runs"]),
-                example_case=str(case) if case else None,
-                repro=f"kconform repro {case}" if case else None,
-            )
+    clusters = [
+        DivergenceCluster(
+            signature=row["signature"],
+            api_key=row["api_key"],
+            api_name=row["api_name"],
+            api_version=row["api_version"],
+            exchanges=row["exchanges"],
+            cases=row["cases"],
+            targets=tuple(row["targets"]),
+            runs=tuple(row["runs"]),
         )
-    return sorted(clusters, key=lambda c: c.signature)
+        for row in grouped.collect()
+    ]
+    per_target = diverged.groupBy("signature", "run_dir", "target").agg(F.count(F.lit(1)).alias("n"))
+    pairs = [row.asDict() for row in per_target.collect()]
+    return sorted(clusters, key=lambda c: c.signature), pairs
+
+
+def _blame_counts(traces: DataFrame, runs: list[RunDirectory], spark: SparkSession) -> list[dict]:
+    """Per grid cell: diverged exchanges in which the target deviates by a verdict (any of the
+    exchange's signatures names it), and those in which it is a suspect (no verdict tells, or none
+    was recorded)."""
+    from pyspark.sql import functions as F
+
+    blame = [(b.run_id, b.signature, b.target, b.status) for b in blame_rows(runs)]
+    table = spark.createDataFrame(blame, "run_id string, signature string, target string, status int")
+    exchange = ["run_dir", "run_id", "seq", "target", "api_key", "api_label", "api_version"]
+    fields = traces.where((F.col("outcome") == "diverge") & (F.col("api_version") >= 0)).select(
+        *exchange, F.explode(_every_signature()).alias("signature")
+    )
+    judged = (
+        fields.join(F.broadcast(table), ["run_id", "signature", "target"], "left")
+        .groupBy(*exchange)
+        .agg(F.max(F.coalesce(F.col("status"), F.lit(SUSPECT))).alias("status"))
+    )
+    grouped = judged.groupBy(*BLAME_KEYS).agg(
+        F.sum((F.col("status") == DEVIATES).cast("long")).alias("deviates"),
+        F.sum((F.col("status") == SUSPECT).cast("long")).alias("unknown"),
+    )
+    return [row.asDict() for row in grouped.collect()]
+
+
+def _felt_counts(traces: DataFrame) -> list[dict]:
+    """Chaos operations (api_version -1) by scenario (their case id), target, whether a fault was
+    active and outcome."""
+    from pyspark.sql import functions as F
+
+    operations = traces.where((F.col("api_key") >= 0) & (F.col("api_version") < 0))
+    grouped = operations.groupBy(
+        F.coalesce(F.col("case_id"), F.lit("?")).alias("scenario"),
+        "target",
+        (F.coalesce(F.size("faults"), F.lit(0)) > 0).alias("faulted"),
+        "outcome",
+    ).agg(F.count(F.lit(1)).alias("n"))
+    return [row.asDict() for row in grouped.collect()]
 
 
 def _latency(traces: DataFrame) -> list[LatencyRow]:

@@ -30,7 +30,6 @@ __all__ = [
     "ReportInputError",
     "RunDirectory",
     "chaos_verdicts",
-    "example_cases",
     "find_runs",
     "raise_for_bad_trace_file",
 ]
@@ -254,15 +253,6 @@ def raise_for_bad_trace_file(
             f"{bad}: {engine} could not read this trace file ({first}); it may be corrupt: move it "
             f"out of {bad.parent.name}/ and report again"
         ) from None
-
-
-def example_cases(runs: Iterable[RunDirectory]) -> dict[str, Path]:
-    """Signature -> a case file that replays it: the first run's (in path order) that has one."""
-    cases: dict[str, Path] = {}
-    for run in sorted(runs, key=lambda r: r.path):
-        for signature, case in run.cases.items():
-            cases.setdefault(signature, case)
-    return cases
 
 
 def chaos_verdicts(runs: Iterable[RunDirectory]) -> list[ChaosVerdict]:

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from .markup import esc
-from .model import ChaosVerdict, count_basis, runs_text
+from .model import ChaosFelt, ChaosVerdict, count_basis, runs_text
 from .sections_results import empty_note, section
 
 __all__ = ["chaos_section"]
@@ -80,14 +80,29 @@ def _item(cls: str, text: str, reason: str) -> str:
     return f'<li class="{cls}"{title}>{esc(text)}</li>'
 
 
-def _cell(scenario: str, target: str, runs: Sequence[ChaosVerdict]) -> str:
+def _felt(rows: Sequence[ChaosFelt]) -> str:
+    """How the faults were felt: the client operations traced while a fault was active and while none
+    was, and how many of each did not end well (an error, a timeout, a closed connection)."""
+    parts = []
+    for faulted, label in ((True, "under faults"), (False, "calm")):
+        picked = [r for r in rows if r.faulted is faulted]
+        if picked:
+            total = sum(r.operations for r in picked)
+            bad = sum(r.errors + r.timeouts + r.closed for r in picked)
+            parts.append(f"{label}: {bad:,} of {total:,} traced operations failed")
+    if not parts:
+        return ""
+    return f'<div class="counts felt" data-felt>{esc("; ".join(parts))}</div>'
+
+
+def _cell(scenario: str, target: str, runs: Sequence[ChaosVerdict], felt: Sequence[ChaosFelt]) -> str:
     where = f'data-scenario="{esc(scenario)}" data-target="{esc(target)}"'
     if not runs:
         return f'<td class="chaos-cell" {where}>{NOT_RUN}</td>'
     title = "; ".join(f"run {v.run_id}: {v.verdict}, {v.operations:,} operations" for v in runs)
     return (
         f'<td class="chaos-cell" {where} title="{esc(title)}">{_verdicts(runs)}'
-        f'<div class="counts">{esc(_operations(runs))}</div>{_anomalies(runs)}</td>'
+        f'<div class="counts">{esc(_operations(runs))}</div>{_felt(felt)}{_anomalies(runs)}</td>'
     )
 
 
@@ -110,15 +125,20 @@ def _violation(v: ChaosVerdict) -> str:
     )
 
 
-def _matrix(verdicts: Sequence[ChaosVerdict]) -> str:
+def _matrix(verdicts: Sequence[ChaosVerdict], felt: Sequence[ChaosFelt]) -> str:
     targets = sorted({v.target for v in verdicts})
     cells: dict[tuple[str, str], list[ChaosVerdict]] = defaultdict(list)
     for v in verdicts:
         cells[(v.scenario, v.target)].append(v)
+    felt_in: dict[tuple[str, str], list[ChaosFelt]] = defaultdict(list)
+    for row in felt:
+        felt_in[(row.scenario, row.target)].append(row)
     rows = []
     for scenario in sorted({v.scenario for v in verdicts}):
         promise = next(v.promise for v in verdicts if v.scenario == scenario)
-        tds = "".join(_cell(scenario, t, cells.get((scenario, t), [])) for t in targets)
+        tds = "".join(
+            _cell(scenario, t, cells.get((scenario, t), []), felt_in.get((scenario, t), [])) for t in targets
+        )
         rows.append(f'<tr data-row><td class="mono">{esc(scenario)}</td><td>{esc(promise)}</td>{tds}</tr>')
     header = "".join(f"<th>{esc(t)}</th>" for t in targets)
     return (
@@ -127,12 +147,14 @@ def _matrix(verdicts: Sequence[ChaosVerdict]) -> str:
     )
 
 
-def chaos_section(verdicts: Sequence[ChaosVerdict]) -> str:
+def chaos_section(verdicts: Sequence[ChaosVerdict], felt: Sequence[ChaosFelt] = ()) -> str:
     lead = (
         "Each chaos scenario's verdict on each target: whether the promise it tests (acks, idempotence, "
         "group exclusivity ...) held while faults were injected. A cell counts the operations its runs "
-        "completed, every anomaly that broke the promise, and every anomaly the scenario's settings "
-        "allow, as measured. Open a violation for the history that shows it."
+        "completed, how the faults were felt (traced client operations that failed while a fault was "
+        "active, and while none was: failures are expected under faults, a broken promise is not), "
+        "every anomaly that broke the promise, and every anomaly the scenario's settings allow, as "
+        "measured. Open a violation for the history that shows it."
     )
     if not verdicts:
         return section("chaos", "Chaos verdicts", lead, empty_note("No chaos scenarios were run."))
@@ -148,4 +170,4 @@ def chaos_section(verdicts: Sequence[ChaosVerdict]) -> str:
             for v in errors
         )
         details += "</ul>"
-    return section("chaos", "Chaos verdicts", lead, _matrix(verdicts) + details)
+    return section("chaos", "Chaos verdicts", lead, _matrix(verdicts, felt) + details)

@@ -7,9 +7,17 @@ from .charts import OUTCOME_COLOURS, LinePoint, Series, line_chart
 from .compare import Comparison, FormerDivergence
 from .markup import esc, fmt_count, fmt_rate
 from .model import Rollup
-from .sections_results import cluster_order, outcomes_by, section
+from .sections_divergences import cluster_order
+from .sections_results import outcomes_by, section
 
-__all__ = ["changes_section", "history_section", "runs_section", "summary_section"]
+__all__ = [
+    "changes_section",
+    "exchange_split",
+    "history_section",
+    "judged_exchanges",
+    "runs_section",
+    "summary_section",
+]
 
 HALF_WIDTH = 560  # viewBox width of a chart drawn in half the page, so its text stays readable
 
@@ -52,11 +60,29 @@ def _verdict(rollup: Rollup) -> tuple[str, str]:
     return text[0].upper() + text[1:] + ".", "good"
 
 
-def _tile(label: str, value: str, note: str = "") -> str:
+def _tile(label: str, value: str, note: str = "", *, key: str = "", numbers: tuple = ()) -> str:
+    """A headline figure. ``numbers`` (its value and denominator) are written as data attributes, so
+    a test can recompute each from summary.json."""
+    data = f' data-tile="{key}"' if key else ""
+    data += "".join(f' data-n{i}="{n}"' for i, n in enumerate(numbers))
     return (
-        f'<div class="tile"><div class="label">{esc(label)}</div><div class="value">{value}</div>'
+        f'<div class="tile"{data}><div class="label">{esc(label)}</div><div class="value">{value}</div>'
         f'<div class="note">{note}</div></div>'
     )
+
+
+def exchange_split(rollup: Rollup) -> dict[str, int]:
+    """The exchanges read, by what they are: compared (both targets' rows of a differential run's
+    pairs), chaos client operations, and others (traces of a dissect, say)."""
+    split = {"diff": 0, "chaos": 0, "other": 0}
+    for run in rollup.runs:
+        split[run.kind if run.kind in split else "other"] += run.exchanges
+    return split
+
+
+def judged_exchanges(rollup: Rollup) -> int:
+    """The pass rate's denominator: every grid exchange but the skipped ones."""
+    return sum(c.total - c.skipped for c in rollup.grid)
 
 
 def _change(delta: float | None) -> str:
@@ -73,19 +99,68 @@ def summary_section(rollup: Rollup, comparison: Comparison) -> str:
     targets = rollup.targets()
     violations = sum(1 for v in rollup.chaos if v.verdict == "violation")
     new, fixed = len(comparison.new_divergences), len(comparison.fixed_divergences)
-    divergence_note = f"{new:,} new, {fixed:,} fixed" if comparison.has_previous else "signatures"
+    divergence_note = f"{new:,} new, {fixed:,} fixed" if comparison.has_previous else "no previous report"
+    split = exchange_split(rollup)
+    judged = judged_exchanges(rollup)
+    passed = sum(c.passed for c in rollup.grid)
+    apis = len({(d.api_name, d.api_version) for d in rollup.divergences})
+    deviating = sum(1 for d in rollup.divergences if d.verdict in ("deviates", "unknown"))
+    ops = sum(v.operations for v in rollup.chaos)
+    crashed = sum(c.times for c in rollup.crashes)
+    rules_passed, rules_ran = sum(c.passed for c in rollup.rules), sum(c.ran for c in rollup.rules)
     tiles = "".join(
         (
-            _tile("Exchanges", fmt_count(rollup.exchanges), esc(f"in {_plural(len(rollup.runs), 'run')}")),
-            _tile("Pass rate", fmt_rate(comparison.pass_rate), _change(comparison.pass_rate_change)),
-            _tile("Divergences", fmt_count(len(rollup.divergences)), esc(divergence_note)),
-            _tile("Chaos", f"{violations:,} / {len(rollup.chaos):,}", "violations / scenario results"),
+            _tile(
+                "Exchanges",
+                fmt_count(rollup.exchanges),
+                esc(
+                    f"{split['diff'] // 2:,} compared pairs ({split['diff']:,} exchanges), "
+                    f"{split['chaos']:,} chaos client operations, {split['other']:,} other; "
+                    f"in {_plural(len(rollup.runs), 'run')}"
+                ),
+                key="exchanges",
+                numbers=(rollup.exchanges, split["diff"], split["chaos"], split["other"]),
+            ),
+            _tile(
+                "Agreement",
+                fmt_rate(comparison.pass_rate),
+                f"{passed:,} of {judged:,} judged compared exchanges agreed; "
+                + _change(comparison.pass_rate_change),
+                key="agreement",
+                numbers=(passed, judged),
+            ),
+            _tile(
+                "Divergences",
+                fmt_count(len(rollup.divergences)),
+                esc(
+                    f"signatures in {_plural(apis, 'API version')}; {deviating:,} laid on a target or "
+                    f"unknown; {divergence_note}"
+                ),
+                key="divergences",
+                numbers=(len(rollup.divergences), apis),
+            ),
+            _tile(
+                "Crashes",
+                fmt_count(crashed),
+                esc(f"target crashes, {_plural(len(rollup.crashes), 'distinct message')}"),
+                key="crashes",
+                numbers=(crashed, len(rollup.crashes)),
+            ),
+            _tile(
+                "Chaos",
+                f"{violations:,} / {len(rollup.chaos):,}",
+                esc(f"violations / scenario results, over {ops:,} client operations"),
+                key="chaos",
+                numbers=(violations, len(rollup.chaos)),
+            ),
             _tile(
                 "Rules",
-                f"{sum(c.passed for c in rollup.rules):,} / {sum(c.ran for c in rollup.rules):,}",
+                f"{rules_passed:,} / {rules_ran:,}",
                 "conformance tests passed / ran",
+                key="rules",
+                numbers=(rules_passed, rules_ran),
             ),
-            _tile("Targets", str(len(targets)), esc(", ".join(targets)) or "none"),
+            _tile("Targets", str(len(targets)), esc(", ".join(targets)) or "none", key="targets"),
         )
     )
     body = f'<div class="verdict {look}" role="status"><span class="dot"></span>{esc(sentence)}</div>'
@@ -200,7 +275,12 @@ def _when(iso: str) -> str:
 
 
 def runs_section(rollup: Rollup) -> str:
-    lead = "The run directories this report read."
+    lead = (
+        "The run directories this report read. A differential run's exchanges are both targets' answers "
+        "to each compared request (two per pair); a chaos run's are its workload's client operations, "
+        "and its errors are operations that failed while faults were injected, which the chaos verdicts "
+        "judge, not this table."
+    )
     if not rollup.runs:
         return section("runs", "Runs", lead, '<p class="empty">No runs were read.</p>')
     rows = "".join(

@@ -102,6 +102,12 @@ svg .mark:hover { opacity: .8; }
 .cluster .sig { font-weight: 600; word-break: break-all; }
 .cluster .facts { display: flex; flex-wrap: wrap; gap: 6px 18px; color: var(--muted); margin: 6px 0;
   font-size: 13px; }
+.cluster table.values { width: auto; margin: 4px 0 6px; }
+.cluster table.values td, .cluster table.values th { padding: 2px 12px 2px 0; max-width: 520px;
+  word-break: break-all; }
+.cluster .why { margin: 4px 0; }
+.cluster ol.steps { margin: 4px 0 6px 18px; padding: 0; }
+.cluster pre.message { white-space: pre-wrap; word-break: break-all; margin: 6px 0; }
 .cluster .facts b { color: var(--ink); font-weight: 600; }
 .badge { display: inline-block; padding: 1px 7px; border-radius: 10px; font-size: 11.5px; font-weight: 600;
   background: #edf0f4; color: var(--muted); margin-right: 4px; white-space: nowrap; }

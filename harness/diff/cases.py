@@ -84,6 +84,7 @@ def run_campaign(
         _rewrite_journal(journal_path, done.values())
         engine = DiffEngine(a, b, traces=traces)
         result.skipped_pairs, result.shared = engine.skipped_pairs, engine.shared
+        result.advertised = engine.advertised
         first_cases: dict[str, list[dict]] = {}  # cause -> the first case that showed it
         counter = itertools.count()
 

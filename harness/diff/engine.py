@@ -90,7 +90,9 @@ class DiffEngine:
     def __init__(self, a: Target, b: Target, *, traces: TraceWriter | None = None) -> None:
         self.a, self.b = a, b
         self.traces = traces
-        self.shared, self.skipped_pairs = common_versions(a.api_versions(), b.api_versions())
+        # what each side advertises, as read when the run began (the report grids every pair of either)
+        self.advertised = {a.name: a.api_versions(), b.name: b.api_versions()}
+        self.shared, self.skipped_pairs = common_versions(self.advertised[a.name], self.advertised[b.name])
         self._links = (Link(a), Link(b))
         self._member_links: dict[tuple[int, Hashable], Link] = {}  # (side, channel) -> its connection
         self.operations_run = 0
@@ -121,6 +123,17 @@ class DiffEngine:
     def restarts(self) -> int:
         """How often a target crashed or came back: a replay during which this moved met it."""
         return self._restarts.count
+
+    def step_text(self, op) -> str:
+        """``op`` as a reader wants it, at the version it is sent at between these two targets (the
+        version it would be sent at when both offer none it can take)."""
+        span = self.version_range(op.api_key)
+        if span is None:
+            return op.describe(op.version_pick) + " (no version both targets offer)"
+        low, high = max(span[0], op.min_version), min(span[1], op.max_version)
+        if low > high:
+            return op.describe(op.version_pick) + " (no version both targets offer that it can take)"
+        return op.describe(op.version(low, high))
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         shared = self.shared.get(api_key)

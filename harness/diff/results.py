@@ -97,6 +97,7 @@ class CampaignResult:
     pairs_compared: int = 0
     skipped_pairs: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     shared: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    advertised: dict[str, dict[int, tuple[int, int]]] = dataclasses.field(default_factory=dict)  # by target
     skipped_operations: int = 0
     shrink_operations: int = 0
     crashes: list = dataclasses.field(default_factory=list)  # (target, api key, version, last words)
@@ -160,6 +161,11 @@ class CampaignResult:
         missed = sorted(offered - self.exercised)
         drawn = drawn_api_keys()
         return {
+            # every side's own ranges, so a report can show the pairs only one side offers
+            "advertised": {
+                target: [[k, _api_name(k), low, high] for k, (low, high) in sorted(ranges.items())]
+                for target, ranges in self.advertised.items()
+            },
             "offered_by_both": len(offered),
             "exercised": len(offered & self.exercised),
             "not_exercised": [
@@ -217,6 +223,13 @@ class CampaignResult:
                 for f in sorted(self.found.values(), key=lambda f: f.signature)
             ],
         }
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return api_schema(api_key).name
+    except KeyError:  # a key this kconform has no schema for: a newer broker's
+        return f"api-{api_key}"
 
 
 def _short(value):

@@ -109,6 +109,7 @@ async def settle_causes(
             signature=shown_as,
             signatures=sorted(cause.signatures),
             verdict=cause.verdict,
+            steps=[lane.step_text(op) for op in case],
             targets=names,
             shrunk=cause.shrunk,
         )

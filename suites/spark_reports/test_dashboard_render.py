@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from kconform.spark_reports.outputs import junit_xml, write_junit, write_summary
 from kconform.spark_reports.runs import ReportInputError
 
 HOSTILE = 'Produce/v9/<script>alert("x")</script>/value'
+BOTH = ("reference", "rdkafka-mock")  # who deviates when no verdict tells: both are suspects
 
 
 def cell(
@@ -39,25 +41,42 @@ def cell(
     return GridCell(key, api, version, target, total, passed, diverged, errors, 0, 0, 0)
 
 
-def cluster(signature: str, api: str = "Produce", version: int = 9, run: str = "run-2") -> DivergenceCluster:
+def cluster(
+    signature: str,
+    api: str = "Produce",
+    version: int = 9,
+    run: str = "run-2",
+    deviates: tuple = ("rdkafka-mock",),
+) -> DivergenceCluster:
+    """A cluster of 12 differing pairs; ``deviates`` of both sides means an unknown verdict."""
+    unknown = len(deviates) == 2
     return DivergenceCluster(
         signature=signature,
         api_key=0,
         api_name=api,
         api_version=version,
-        exchanges=12,
+        exchanges=24,
         cases=3,
         targets=("rdkafka-mock", "reference"),
         runs=(run,),
-        example_case="/runs/r2/cases/case-007.json",
-        repro="kconform repro /runs/r2/cases/case-007.json",
+        example_case="cases/r2/case-007.json",
+        repro="kconform repro cases/r2/case-007.json",
+        pairs=12,
+        sides=("reference", "rdkafka-mock"),
+        values=(("1", "2"), ("1", "<b>3</b>")),
+        verdict="unknown" if unknown else "deviates",
+        deviates=deviates,
+        verdict_text="unknown: no rule says what Kafka answers" if unknown else "rdkafka-mock deviates: why",
+        evidence="" if unknown else "core/src/main/scala/kafka/server/KafkaApis.scala",
+        cause="c1",
+        steps=("Produce v9 (acks=-1)", "Metadata v12"),
     )
 
 
 def sample_rollup() -> Rollup:
     grid = [
         cell("Produce", 0, 9, "reference", passed=88, diverged=12),
-        cell("Produce", 0, 9, "rdkafka-mock", passed=88, diverged=12),
+        replace(cell("Produce", 0, 9, "rdkafka-mock", passed=88, diverged=12), deviates=12),
         cell("Metadata", 3, 12, "reference", passed=50),
         cell("Metadata", 3, 12, "rdkafka-mock", passed=47, errors=3),
     ]
@@ -97,7 +116,12 @@ def sample_rollup() -> Rollup:
     ]
     return Rollup(
         grid=grid,
-        divergences=[cluster(HOSTILE), cluster("Metadata/v12/brokers[*].rack/value", "Metadata", 12)],
+        divergences=[
+            cluster(HOSTILE),
+            cluster(
+                "Metadata/v12/brokers[*].rack/value", "Metadata", 12, deviates=("reference", "rdkafka-mock")
+            ),
+        ],
         latency=latency,
         runs=runs,
         chaos=chaos,
@@ -139,7 +163,7 @@ def test_every_section_is_there_and_shows_its_content():
     assert grid_rows.count("<tr data-row>") == 2  # Produce v9 and Metadata v12, a column per target
     assert grid_rows.count('class="cell"') == 4
     assert page.count('class="cluster"') == 2
-    assert "kconform repro /runs/r2/cases/case-007.json" in page
+    assert "kconform repro cases/r2/case-007.json" in page
     assert "<details" in page and "ack 41 offset 8 &lt;dup&gt;" in page  # the violation's excerpt
     assert "test &lt;report&gt;" in page
 
@@ -247,10 +271,8 @@ def test_junit_has_a_testcase_per_cell_and_scenario_failing_where_it_should(tmp_
     failing = {
         (c.get("classname"), c.get("name")) for c in grid.findall("testcase") if c.find("failure") is not None
     }
-    assert failing == {
-        ("kconform.grid.reference", "Produce v9"),
-        ("kconform.grid.rdkafka-mock", "Produce v9"),
-    }
+    # both differed in Produce v9, but the verdict lays it on the mock: the reference's cell passes
+    assert failing == {("kconform.grid.rdkafka-mock", "Produce v9")}
     # the mock's Metadata v12 cell has error answers but no divergence: it passes
     assert not [c for c in grid.findall("testcase") if c.find("error") is not None]
     chaos = suites["kconform.chaos"].findall("testcase")
@@ -259,8 +281,17 @@ def test_junit_has_a_testcase_per_cell_and_scenario_failing_where_it_should(tmp_
         ("acks1-latency", False),
     ]
     assert "ack 41 offset 8 <dup>" in chaos[0].find("failure").text
-    assert root.get("failures") == str(2 + 1 + 2)  # grid cells, chaos, divergence clusters
-    assert int(root.get("tests")) == 4 + 2 + 2
+    divergences = suites["kconform.divergences"].findall("testcase")
+    failed = sorted((c.get("classname"), c.find("failure") is not None) for c in divergences)
+    # a testcase per signature and side: the known deviation fails the mock only, the unknown both
+    assert failed == [
+        ("kconform.divergences.rdkafka-mock.Metadata", True),
+        ("kconform.divergences.rdkafka-mock.Produce", True),
+        ("kconform.divergences.reference.Metadata", True),
+        ("kconform.divergences.reference.Produce", False),
+    ]
+    assert root.get("failures") == str(1 + 1 + 3)  # grid cells, chaos, divergences
+    assert int(root.get("tests")) == 4 + 2 + 4
 
 
 def test_junit_stays_valid_xml_whatever_the_traces_hold():

@@ -15,10 +15,13 @@ import pytest
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.model import (
     NO_FAULT,
+    ChaosFelt,
     ChaosVerdict,
+    CrashRow,
     DivergenceCluster,
     GridCell,
     LatencyRow,
+    OfferedCell,
     Rollup,
     RunRow,
 )
@@ -165,15 +168,45 @@ CHAOS_C = {
 @pytest.fixture(scope="module")
 def hand_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hand").resolve()
-    case = {"signature": S1, "targets": ["ref", "mock"], "operations": []}
-    summary = {"run_id": "run-a", "differences": [{"signature": S1, "case_id": "case-000", "count": 2}]}
+    case = {"signature": S1, "targets": ["ref", "mock"], "operations": [], "steps": ["Produce v9 (acks=2)"]}
+    summary = {
+        "run_id": "run-a",
+        "targets": ["ref", "mock"],
+        "causes": [
+            {"cause": "c1", "api_key": 0, "api_name": "Produce", "signatures": [S1], "case_id": "case-000",
+             "verdict": {"deviates": ["mock"], "rule": "r1", "text": "mock deviates from Kafka: why",
+                         "evidence": "KafkaApis.scala"}},
+            # no rule knows S2: both sides are suspects wherever it is seen
+            {"cause": "c2", "api_key": 1, "api_name": "Fetch", "signatures": [S2],
+             "verdict": {"deviates": None, "rule": None, "text": "unknown: no rule says what Kafka answers"}},
+            {"cause": "c3", "api_key": 1, "api_name": "Fetch", "signatures": [], "versions": [12],
+             "case_id": "case-001",
+             "verdict": {"deviates": ["mock"], "rule": "crashed", "text": "it crashed"}},
+        ],
+        "differences": [
+            {"signature": S1, "cause": "c1", "case_id": "case-000", "count": 2,
+             "value_pairs": [[1, 2], [1, "x"]]},
+            {"signature": S2, "cause": "c2", "count": 3, "example": {"a": None, "b": 3}},
+        ],
+        "crashes": [
+            {"target": "mock", "api_key": 1, "api_version": 12, "message": "assertion failed"},
+            {"target": "mock", "api_key": 1, "api_version": 12, "message": "assertion failed"},
+        ],
+        "coverage": {"advertised": {"ref": [[0, "Produce", 9, 9], [3, "Metadata", 0, 1]],
+                                    "mock": [[0, "Produce", 8, 9], [1, "Fetch", 12, 12]]}},
+    }  # fmt: skip
     write_run(
         root / "diff-a",
         "run-a",
         RUN_A,
         T0_US,
         parts=3,
-        extras={"run.json": {"run_id": "run-a"}, "summary.json": summary, "cases/case-000.json": case},
+        extras={
+            "run.json": {"run_id": "run-a"},
+            "summary.json": summary,
+            "cases/case-000.json": case,
+            "cases/case-001.json": {"operations": [{"op": "Fetch", "version_pick": 3}]},
+        },
     )
     write_run(
         root / "diff-b",
@@ -203,24 +236,59 @@ def expected_hand_rollup(root: Path) -> Rollup:
     case = root / "diff-a" / "cases" / "case-000.json"
     grid = [
         #        key  name        v   target  total pass div err tmo closed skip
-        GridCell(0, "Produce", 9, "mock", 10, 7, 2, 0, 1, 0, 0),
+        GridCell(0, "Produce", 9, "mock", 10, 7, 2, 0, 1, 0, 0, deviates=2),  # S1's verdict names mock
         GridCell(0, "Produce", 9, "ref", 10, 7, 2, 1, 0, 0, 0),
-        GridCell(1, "Fetch", 12, "mock", 7, 3, 4, 0, 0, 0, 0),  # 6 in run A, 1 in run B
+        # 6 in run A, 1 in run B; no verdict tells who deviates in S2 (run A) or S3, and run B recorded
+        # none: all 4 suspect
+        GridCell(1, "Fetch", 12, "mock", 7, 3, 4, 0, 0, 0, 0, unknown=4),
         GridCell(1, "Fetch", 12, "ref", 6, 4, 0, 0, 0, 1, 1),
         GridCell(3, "Metadata", 1, "ref", 5, 5, 0, 0, 0, 0, 0),
-        GridCell(18, "api-18", 3, "mock", 3, 2, 1, 0, 0, 0, 0),
+        GridCell(18, "api-18", 3, "mock", 3, 2, 1, 0, 0, 0, 0, unknown=1),  # no signature, no verdict
         # nothing from run C: its operations are version -1, its fault rows key -1
     ]
+    unknown = "unknown: no rule says what Kafka answers"
     divergences = [
-        # S2: a3, a4, a4 in run A and b1 in run B -> 4 exchanges, 3 distinct cases; no case file
-        DivergenceCluster(S2, 1, "Fetch", 12, 4, 3, ("mock",), ("run-a", "run-b")),
-        # S3: the second field of the last a4 exchange only
-        DivergenceCluster(S3, 1, "Fetch", 12, 1, 1, ("mock",), ("run-a",)),
-        # S1: a1, a2 on each of two targets -> 4 exchanges, 2 cases; summary.json names case-000
+        # S2: a3, a4, a4 in run A and b1 in run B -> 4 exchanges, 3 distinct cases; no case file; the
+        # pairs are counted per run on the target with most rows (only mock's rows are in the table)
         DivergenceCluster(
-            S1, 0, "Produce", 9, 4, 2, ("mock", "ref"), ("run-a",), str(case), f"kconform repro {case}"
+            S2, 1, "Fetch", 12, 4, 3, ("mock",), ("run-a", "run-b"), pairs=4, sides=("ref", "mock"),
+            values=(("null", "3"),), verdict="unknown", deviates=("ref", "mock"), verdict_text=unknown,
+            cause="c2",
+        ),
+        # S3: the second field of the last a4 exchange only; no summary names it
+        DivergenceCluster(
+            S3, 1, "Fetch", 12, 1, 1, ("mock",), ("run-a",), pairs=1, deviates=("mock",),
+            verdict_text="unknown: no run recorded a verdict",
+        ),
+        # S1: a1, a2 on each of two targets -> 4 exchanges, 2 pairs, 2 cases; summary.json names case-000
+        DivergenceCluster(
+            S1, 0, "Produce", 9, 4, 2, ("mock", "ref"), ("run-a",), str(case), f"kconform repro {case}",
+            pairs=2, sides=("ref", "mock"), values=(("1", "2"), ("1", '"x"')), verdict="deviates",
+            deviates=("mock",), verdict_text="mock deviates from Kafka: why", evidence="KafkaApis.scala",
+            cause="c1", steps=("Produce v9 (acks=2)",),
         ),
         # the api-18 divergence has no signature: no cluster
+    ]  # fmt: skip
+    crash_case = root / "diff-a" / "cases" / "case-001.json"
+    crashes = [
+        CrashRow(
+            "mock", 1, "Fetch", 12, "assertion failed", 2, ("run-a",), str(crash_case),
+            f"kconform repro {crash_case}",
+        )
+    ]  # fmt: skip
+    offered = [
+        OfferedCell("mock", 0, "Produce", 8),
+        OfferedCell("mock", 0, "Produce", 9),
+        OfferedCell("mock", 1, "Fetch", 12),
+        OfferedCell("ref", 0, "Produce", 9),
+        OfferedCell("ref", 3, "Metadata", 0),
+        OfferedCell("ref", 3, "Metadata", 1),
+    ]
+    felt = [
+        # run C's operations on ref in scenario s1: the 50 us one in calm; four under a fault, of
+        # which an error and a timeout
+        ChaosFelt("s1", "ref", False, 1, 1, 0, 0, 0),
+        ChaosFelt("s1", "ref", True, 4, 2, 1, 1, 0),
     ]
     latency = [
         # 100..700: n=7, p50 at h=3 -> 400; p99 at h=5.94 -> 600+0.94*100; p99.9 at h=5.994 -> 699.4
@@ -282,7 +350,9 @@ def expected_hand_rollup(root: Path) -> Rollup:
         ChaosVerdict("s2", "ref", "pass", "measured only", 7, {}, {}, "chaos-c", allowed={"duplicate": 1}),
         ChaosVerdict("s3", "ref", "no-progress", "p", 3, {}, {}, "chaos-c", acknowledged=0),
     ]
-    return Rollup(grid, divergences, latency, runs, chaos, exchanges=46)
+    rollup = Rollup(grid, divergences, latency, runs, chaos, exchanges=46)
+    rollup.crashes, rollup.offered, rollup.chaos_felt = crashes, offered, felt
+    return rollup
 
 
 def test_hand_table_counts_are_right(hand_root: Path) -> None:

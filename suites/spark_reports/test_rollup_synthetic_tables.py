@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kconform.harness.catalogue import api_catalogue
+from kconform.spark_reports.attribution import FELT_KEYS, attribute
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.model import (
     NO_FAULT,
@@ -85,6 +86,17 @@ def outcome_counts(column: pa.ChunkedArray) -> dict[str, int]:
     return {c["values"]: c["counts"] for c in pc.value_counts(column).to_pylist()}
 
 
+def all_suspect(grid: list[GridCell]) -> list[dict]:
+    """The synthetic summaries record no causes, so no verdict says who deviates: every diverged
+    exchange is a suspect on its target."""
+    return [
+        {"target": c.target, "api_key": c.api_key, "api_label": c.api_name, "api_version": c.api_version}
+        | {"deviates": 0, "unknown": c.diverged}
+        for c in grid
+        if c.diverged
+    ]
+
+
 def pyarrow_rollup(runs: list[RunDirectory]) -> Rollup:
     """The roll-up computed with pyarrow's group-by and NumPy's percentiles, from the Parquet files."""
     table = labelled_traces(runs)
@@ -126,10 +138,6 @@ def pyarrow_rollup(runs: list[RunDirectory]) -> Rollup:
             ("run_id", "distinct"),
         ]
     )
-    cases: dict[str, Path] = {}
-    for run in runs:  # the first run (in path order) with a case file for the signature
-        for signature, case in run.cases.items():
-            cases.setdefault(signature, case)
     divergences = sorted(
         (
             DivergenceCluster(
@@ -141,13 +149,16 @@ def pyarrow_rollup(runs: list[RunDirectory]) -> Rollup:
                 r["case_id_count_distinct"],
                 tuple(sorted(r["target_distinct"])),
                 tuple(sorted(r["run_id_distinct"])),
-                str(cases[r["signature"]]) if r["signature"] in cases else None,
-                f"kconform repro {cases[r['signature']]}" if r["signature"] in cases else None,
             )
             for r in clusters.to_pylist()
         ),
         key=lambda c: c.signature,
     )
+    per_target = diverged.group_by(["signature", "run_dir", "target"]).aggregate([("seq", "count")])
+    pair_counts = [
+        {"signature": r["signature"], "run_dir": r["run_dir"], "target": r["target"], "n": r["seq_count"]}
+        for r in per_target.to_pylist()
+    ]
 
     timed = exchanges.filter(pc.is_valid(exchanges["latency_us"]))
     faults = timed["faults"].combine_chunks()
@@ -197,7 +208,9 @@ def pyarrow_rollup(runs: list[RunDirectory]) -> Rollup:
             )
         )
     run_rows.sort(key=lambda r: (r.run_id, r.directory))
-    return Rollup(grid, divergences, latency, run_rows, [], exchanges=exchanges.num_rows)
+    rollup = Rollup(grid, divergences, latency, run_rows, [], exchanges=exchanges.num_rows)
+    attribute(rollup, runs, blame_counts=all_suspect(grid), pair_counts=pair_counts, felt_counts=[])
+    return rollup
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +227,11 @@ def synthetic_expected(synthetic_runs: list[RunDirectory]) -> Rollup:
 
 
 def without_chaos(rollup: Rollup) -> Rollup:
-    return Rollup(rollup.grid, rollup.divergences, rollup.latency, rollup.runs, [], rollup.exchanges)
+    """The roll-up less what comes of chaos runs (their verdicts and how their faults were felt),
+    which the hand table checks."""
+    found = Rollup(rollup.grid, rollup.divergences, rollup.latency, rollup.runs, [], rollup.exchanges)
+    found.crashes, found.offered = rollup.crashes, rollup.offered
+    return found
 
 
 def test_duckdb_agrees_with_pyarrow_on_a_synthetic_table(
@@ -270,6 +287,7 @@ def python_rollup(runs: list[RunDirectory], rows: list[tuple[int, Row]]) -> Roll
     """The roll-up's rules in plain Python, with exact (rational) percentiles."""
     run_ids = {r.path.name: r.run_id for r in runs}
     index = {r.path.name: i for i, r in enumerate(runs)}
+    run_ids_to_dir = {r.run_id: i for i, r in enumerate(runs)}
 
     def label(row: Row) -> str:
         return row.api_name if row.api_name is not None else f"api-{row.api_key}"
@@ -342,7 +360,19 @@ def python_rollup(runs: list[RunDirectory], rows: list[tuple[int, Row]]) -> Roll
         key=lambda r: (r.run_id, r.directory),
     )
     exchanges = sum(1 for _, row in rows if row.api_key >= 0)
-    return Rollup(grid, divergences, latency, run_rows, [], exchanges)
+    rollup = Rollup(grid, divergences, latency, run_rows, [], exchanges)
+    per_target: dict[tuple[str, int, str], int] = defaultdict(int)
+    for signature, members in clusters.items():
+        for run_id, row in members:
+            per_target[(signature, run_ids_to_dir[run_id], row.target)] += 1
+    pair_counts = [{"signature": s, "run_dir": d, "target": t, "n": n} for (s, d, t), n in per_target.items()]
+    felt: dict[tuple[str, str, bool, str], int] = defaultdict(int)
+    for _, row in rows:
+        if row.api_key >= 0 and row.api_version < 0:
+            felt[(row.case_id or "?", row.target, bool(row.faults), row.outcome)] += 1
+    felt_counts = [dict(zip((*FELT_KEYS, "n"), (*key, n), strict=True)) for key, n in felt.items()]
+    attribute(rollup, runs, blame_counts=all_suspect(grid), pair_counts=pair_counts, felt_counts=felt_counts)
+    return rollup
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -24,6 +24,7 @@ import pytest
 from kconform.harness.catalogue import api_catalogue
 from kconform.harness.ports import free_port
 from kconform.spark_reports.duck import duckdb_rollup
+from kconform.spark_reports.report_cases import copy_cases
 from kconform.spark_reports.runs import RunDirectory, find_runs
 from kconform.spark_reports.synth import synthesise
 from kconform.traces import read_traces
@@ -217,7 +218,9 @@ def test_kconform_report_with_master(cluster: Cluster, runs: list[RunDirectory],
     for name in ("index.html", "summary.json", "junit.xml"):
         assert (out / name).stat().st_size > 0, name
     summary = json.loads((out / "summary.json").read_text())
-    expected = json.loads(json.dumps(duckdb_rollup(runs).to_json()))
+    # the report copies its cases beside itself and names them relative to it
+    expected = json.loads(json.dumps(copy_cases(duckdb_rollup(runs), tmp_path / "scratch").to_json()))
+    assert all((out / d["example_case"]).is_file() for d in summary["divergences"] if d["example_case"])
     assert summary["totals"]["exchanges"] == expected["exchanges"] == exchanges_in(runs)
     assert summary["totals"]["runs"] == len(runs) == 2
     assert summary["totals"]["grid_cells"] == len(expected["grid"])

@@ -104,4 +104,7 @@ def assert_rollup(found: Rollup, expected: Rollup) -> None:
     assert found.latency == expected.latency
     assert found.runs == expected.runs
     assert found.chaos == expected.chaos
+    assert found.chaos_felt == expected.chaos_felt
+    assert found.crashes == expected.crashes
+    assert found.offered == expected.offered
     assert found == expected
