@@ -283,7 +283,9 @@ def run_end_to_end(
     for target in plan.conform:
         outcome.parts.append(_conform_part(target, out, plan.conform_seconds, progress))
     for a, b in plan.diff_pairs:
-        outcome.parts.append(_diff_part(a, b, out, plan.diff_seconds, examples, seed, progress, clock))
+        outcome.parts.append(
+            _diff_part(a, b, out, plan.diff_seconds, examples, seed, progress, clock, previous=previous)
+        )
     for target, names in plan.chaos:
         outcome.parts.append(
             _chaos_part(target, names, out, plan.scenario_seconds, seed, toxiproxy_url, progress)
@@ -345,8 +347,16 @@ def _conform_part(spec, out, seconds, progress) -> PartOutcome:
     return part
 
 
-def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) -> PartOutcome:
+# The share of a differential part's time kept for replaying the previous report's cases that its
+# drawing did not meet again, so that the report can tell a fixed difference from one not drawn.
+REPLAY_SHARE = 0.15
+
+
+def _diff_part(
+    a_spec, b_spec, out, seconds, examples, seed, progress, clock, *, previous=None
+) -> PartOutcome:
     from .diff.cases import run_campaign
+    from .diff.replays import cases_to_replay, write_replays
     from .targets.base import TargetError
     from .targets.registry import make_target
 
@@ -362,9 +372,21 @@ def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) ->
             def advance(done: int, _total: int, found: int) -> None:
                 progress.part_advanced(label, clock() - began, f"{done} cases, {found} causes of difference")
 
+            replay_s = seconds * REPLAY_SHARE if previous is not None else 0.0
             result = run_campaign(
-                a, b, part.directory, examples=examples, seed=seed, seconds=seconds, progress=advance
+                a,
+                b,
+                part.directory,
+                examples=examples,
+                seed=seed,
+                seconds=seconds - replay_s,
+                progress=advance,
             )
+            if previous is not None:
+                pair = (a.name, b.name)
+                cases = cases_to_replay(previous, pair, result.found)
+                progress.part_advanced(label, clock() - began, f"replaying {len(cases)} earlier cases")
+                write_replays(part.directory, previous, _replays(a, b, cases, pair, began + seconds, clock))
     except TargetError as exc:
         part.error = f"{label}: {exc}"
     else:
@@ -375,6 +397,25 @@ def _diff_part(a_spec, b_spec, out, seconds, examples, seed, progress, clock) ->
         part.failed = bool(result.causes)
     progress.part_finished(part)
     return part
+
+
+def _replays(a, b, cases, pair, deadline, clock) -> list:
+    """Replay the previous report's cases on the targets, brought back first if the run's last case
+    killed one. A target that cannot be brought back leaves the rest not replayed, never a failed part."""
+    from .diff.engine import DiffEngine
+    from .diff.replays import replay_cases
+    from .targets.base import TargetError
+
+    def engine() -> DiffEngine:
+        for target in (a, b):
+            if not target.alive():
+                target.restart()
+        return DiffEngine(a, b)
+
+    try:
+        return replay_cases(engine, cases, pair, deadline=deadline, clock=clock)
+    except TargetError:
+        return []
 
 
 def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> PartOutcome:

@@ -12,8 +12,17 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 
-from .findings import advertised_ranges, crashes, signature_facts
-from .model import ChaosFelt, CrashRow, DivergenceCluster, GridCell, OfferedCell, Rollup
+from .findings import advertised_ranges, crashes, diff_runs, replays, signature_facts
+from .model import (
+    ChaosFelt,
+    CrashRow,
+    DiffRunFacts,
+    DivergenceCluster,
+    GridCell,
+    OfferedCell,
+    ReplayRow,
+    Rollup,
+)
 from .runs import RunDirectory
 
 __all__ = ["BLAME_KEYS", "FELT_KEYS", "attribute", "chaos_felt", "pairs_by_signature"]
@@ -62,6 +71,7 @@ def _annotated(clusters: list[DivergenceCluster], runs: list[RunDirectory], pair
                 "evidence": found.evidence,
                 "cause": found.cause,
                 "steps": found.steps,
+                "reproduced": found.reproduced,
             }
             if found.case is not None:
                 extra |= {"example_case": str(found.case), "repro": f"kconform repro {found.case}"}
@@ -114,3 +124,5 @@ def attribute(
     rollup.offered = [
         OfferedCell(a.target, a.api_key, a.api_name, a.api_version) for a in advertised_ranges(runs)
     ]
+    rollup.replays = [ReplayRow(s, t, shown, case, run_id) for run_id, s, t, shown, case in replays(runs)]
+    rollup.diff_runs = [DiffRunFacts(*row) for row in diff_runs(runs)]

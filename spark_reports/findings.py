@@ -66,6 +66,7 @@ class SignatureFacts:
     cause: str
     case: Path | None  # the stored case that replays it
     steps: tuple[str, ...]  # the case's operations, readable (API name and version, fields set)
+    reproduced: bool  # the stored case showed its cause again when replayed by the run that stored it
 
 
 # What a difference says of one target: a verdict names it (DEVIATES), no verdict tells (SUSPECT), or
@@ -187,6 +188,7 @@ def signature_facts(runs: Iterable[RunDirectory]) -> dict[str, SignatureFacts]:
                 cause=str(difference.get("cause") or ""),
                 case=case,
                 steps=_case_steps(case),
+                reproduced=cause.get("reproduced") is True,
             )
     return facts
 
@@ -266,3 +268,53 @@ def advertised_ranges(runs: Iterable[RunDirectory]) -> list[Advertised]:
                     if isinstance(high, int):
                         found.update((str(target), key, str(name), v) for v in range(low, high + 1))
     return [Advertised(*row) for row in sorted(found)]
+
+
+def replays(runs: Iterable[RunDirectory]) -> list[tuple[str, str, tuple[str, ...], bool | None, str]]:
+    """(run id, signature, targets, shown, case) for every earlier case a campaign's diff run replayed."""
+    rows = []
+    for run in sorted(runs, key=lambda r: r.path):
+        if run.replays is None:
+            continue
+        run_id = str(run.run_id or run.path.name)
+        for r in _list(run.replays.get("replays")):
+            if isinstance(r, dict) and isinstance(r.get("signature"), str):
+                shown = r.get("shown")
+                targets = tuple(str(t) for t in _list(r.get("targets")))
+                rows.append(
+                    (
+                        run_id,
+                        r["signature"],
+                        targets,
+                        shown if isinstance(shown, bool) else None,
+                        str(r.get("case", "")),
+                    )
+                )
+    return rows
+
+
+def diff_runs(
+    runs: Iterable[RunDirectory],
+) -> list[tuple[str, tuple[str, ...], int | None, int, dict[str, int]]]:
+    """(run id, targets, seed, cases drawn, signature -> first drawn case showing it) per diff run."""
+    rows = []
+    for run, summary in _diff_summaries(runs):
+        run_id = str(summary.get("run_id") or run.run_id or run.path.name)
+        seed = summary.get("seed")
+        first = {
+            d["signature"]: d["first_case"]
+            for d in _list(summary.get("differences"))
+            if isinstance(d, dict)
+            and isinstance(d.get("signature"), str)
+            and isinstance(d.get("first_case"), int)
+        }
+        rows.append(
+            (
+                run_id,
+                _sides(summary),
+                seed if isinstance(seed, int) else None,
+                _int(summary.get("cases"), 0),
+                first,
+            )
+        )
+    return rows

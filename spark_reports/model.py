@@ -17,11 +17,13 @@ __all__ = [
     "ChaosFelt",
     "ChaosVerdict",
     "CrashRow",
+    "DiffRunFacts",
     "DivergenceCluster",
     "GridCell",
     "LatencyRow",
     "LedgerRow",
     "OfferedCell",
+    "ReplayRow",
     "Rollup",
     "RuleCell",
     "RuleResult",
@@ -106,6 +108,7 @@ class DivergenceCluster:
     evidence: str = ""  # the place in Apache Kafka's source that decides it
     cause: str = ""
     steps: tuple[str, ...] = ()  # the example case's operations, readable
+    reproduced: bool = False  # its stored case showed it again when the run that stored it replayed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +293,30 @@ class ChaosFelt:
     closed: int
 
 
+@dataclass(frozen=True, slots=True)
+class ReplayRow:
+    """An earlier report's difference whose stored case a campaign replayed on the current targets."""
+
+    signature: str
+    targets: tuple[str, ...]
+    shown: bool | None  # still shown; None when the case could not be replayed
+    case: str
+    run_id: str  # the campaign's differential run that replayed it
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRunFacts:
+    """What a later report needs of a differential run to tell a new difference from one the run did
+    not draw: its pair and seed, how far it drew (cases 0 .. drawn-1 of the seed's sequence), and the
+    first drawn case that showed each signature (-1: the opening case, which every run has)."""
+
+    run_id: str
+    targets: tuple[str, ...]
+    seed: int | None
+    drawn: int
+    first_seen: dict[str, int]
+
+
 @dataclass(slots=True)
 class Rollup:
     grid: list[GridCell] = field(default_factory=list)
@@ -306,6 +333,8 @@ class Rollup:
     crashes: list[CrashRow] = field(default_factory=list)
     offered: list[OfferedCell] = field(default_factory=list)  # every pair a diff run's target advertised
     chaos_felt: list[ChaosFelt] = field(default_factory=list)
+    replays: list[ReplayRow] = field(default_factory=list)
+    diff_runs: list[DiffRunFacts] = field(default_factory=list)
 
     def targets(self) -> list[str]:
         """Every target the roll-up has a result for: exchanges, chaos verdicts or rule tests."""
@@ -330,6 +359,8 @@ class Rollup:
             "crashes": [asdict(c) for c in self.crashes],
             "offered": [asdict(c) for c in self.offered],
             "chaos_felt": [asdict(c) for c in self.chaos_felt],
+            "replays": [asdict(r) for r in self.replays],
+            "diff_runs": [asdict(r) for r in self.diff_runs],
         }
 
 

@@ -53,6 +53,7 @@ class RunDirectory:
     chaos: dict | None = None  # chaos.json of a chaos run
     conform: dict | None = None  # conform.json of a conformance run
     cases: dict[str, Path] = field(default_factory=dict)  # signature -> the case file that replays it
+    replays: dict | None = None  # replays.json of a campaign's diff run: an earlier report's cases replayed
     absent_columns: frozenset[str] = frozenset()  # ADDED_COLUMNS that no trace file of the run has
 
     @property
@@ -116,6 +117,9 @@ def _read_run(path: Path) -> RunDirectory:
         None,
     )
     directory = RunDirectory(path, run_id, kind, summary, chaos, conform, _case_files(path, summary))
+    directory.replays = _json_object(path / "replays.json")
+    if directory.replays is not None and not isinstance(directory.replays.get("replays"), list):
+        raise ReportInputError(f"{path / 'replays.json'}: 'replays' should be a list (replays.json schema 1)")
     if conform is not None:
         _check_conform(path / "conform.json", conform)
     for part in directory.rule_files:

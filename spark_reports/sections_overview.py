@@ -85,13 +85,18 @@ def judged_exchanges(rollup: Rollup) -> int:
     return sum(c.total - c.skipped for c in rollup.grid)
 
 
-def _change(delta: float | None) -> str:
+def _change(comparison: Comparison) -> str:
+    """The pass rate's change since the previous report, with both denominators: two campaigns draw
+    different cases, so a change in rate is a change in sample as much as in behaviour (the changes
+    section judges causes, which is what tells)."""
+    delta = comparison.pass_rate_change
     if delta is None:
         return "no previous report"
+    samples = f" (of {comparison.judged:,} judged exchanges, then {comparison.previous_judged:,})"
     if abs(delta) < 5e-5:
-        return "unchanged since previous"
+        return "unchanged since previous" + samples
     cls, sign = ("up", "+") if delta > 0 else ("down", "−")
-    return f'<span class="{cls}">{sign}{abs(delta) * 100:.2f} pts</span> since previous'
+    return f'<span class="{cls}">{sign}{abs(delta) * 100:.2f} pts</span> since previous' + samples
 
 
 def summary_section(rollup: Rollup, comparison: Comparison) -> str:
@@ -124,8 +129,7 @@ def summary_section(rollup: Rollup, comparison: Comparison) -> str:
             _tile(
                 "Agreement",
                 fmt_rate(comparison.pass_rate),
-                f"{passed:,} of {judged:,} judged compared exchanges agreed; "
-                + _change(comparison.pass_rate_change),
+                f"{passed:,} of {judged:,} judged compared exchanges agreed; " + _change(comparison),
                 key="agreement",
                 numbers=(passed, judged),
             ),
@@ -195,29 +199,52 @@ def changes_section(rollup: Rollup, comparison: Comparison) -> str:
     when = comparison.previous_generated_at or "an earlier report"
     lead = (
         f"Compared with the report of {esc(when)}: pass rate {fmt_rate(comparison.previous_pass_rate)} → "
-        f"{fmt_rate(comparison.pass_rate)} ({_change(comparison.pass_rate_change)})."
+        f"{fmt_rate(comparison.pass_rate)} ({_change(comparison)})."
     )
     index = {d.signature: i for i, d in enumerate(cluster_order(rollup.divergences))}
-    new = "".join(
-        f'<li><span class="badge new">new</span><a class="mono" href="#divergence-{index[d.signature]}">'
-        f"{esc(d.signature)}</a> <span class=hint>({esc(' vs '.join(d.targets))})</span></li>"
-        for d in comparison.new_divergences
-    )
-    fixed = _former(comparison.fixed_divergences, "fixed")
+
+    def current(items, badge: str) -> str:
+        return "".join(
+            f'<li><span class="badge {badge}">{badge}</span><a class="mono" '
+            f'href="#divergence-{index[d.signature]}">{esc(d.signature)}</a> '
+            f"<span class=hint>({esc(' vs '.join(d.targets))})</span></li>"
+            for d in items
+        )
+
+    none = "<li class=hint>none</li>"
     columns = (
-        f"<div><h3>New divergences ({len(comparison.new_divergences):,})</h3>"
-        f'<ul class="plain">{new or "<li class=hint>none</li>"}</ul></div>'
-        f"<div><h3>Fixed divergences ({len(comparison.fixed_divergences):,})</h3>"
-        '<p class="hint">seen before, not seen this time although their API version ran: fixed, or not '
-        "hit by this run's cases</p>"
-        f'<ul class="plain">{fixed or "<li class=hint>none</li>"}</ul></div>'
+        f'<div data-change="new"><h3>New divergences ({len(comparison.new_divergences):,})</h3>'
+        '<p class="hint">not seen before, although the previous report\'s run drew the very case that shows '
+        "them now (same targets, same seed): a change in behaviour</p>"
+        f'<ul class="plain">{current(comparison.new_divergences, "new") or none}</ul></div>'
+        f'<div data-change="fixed"><h3>Fixed divergences ({len(comparison.fixed_divergences):,})</h3>'
+        '<p class="hint">seen before, not seen this time, and their stored case, replayed on the current '
+        "targets, no longer shows them</p>"
+        f'<ul class="plain">{_former(comparison.fixed_divergences, "fixed") or none}</ul></div>'
     )
     body = f'<div class="changes">{columns}</div>'
-    if comparison.not_retested:
+    parts = (
+        ("first-found", "First found", comparison.first_found, "shown first by a case the previous report's "
+         "run never drew (it stopped drawing sooner): new to the report, not a change in behaviour"),
+        ("unconfirmed", "Unconfirmed", comparison.unconfirmed, "seen in a case the previous report's run "
+         "drew too, but their own stored case does not show them again, or they are a request meeting a "
+         "crash the previous report already had (same last words): sightings that depend on timing, "
+         "which cannot tell a change"),
+        ("still-there", "Still there on replay", comparison.still_there, "not drawn this time, but their "
+         "stored case, replayed on the current targets, still shows them: not fixed"),
+        ("not-replayed", "Not seen, not replayed", comparison.not_replayed, "not seen this time although "
+         "their API version ran; their case was not replayed (no campaign, or out of time), so neither "
+         "fixed nor known to remain"),
+        ("not-retested", "Not retested", comparison.not_retested, "seen last time, but this report did not "
+         "exercise that API version on those targets, so they are neither fixed nor still there"),
+    )  # fmt: skip
+    for key, title, items, why in parts:
+        if not items:
+            continue
+        listed = current(items, key) if key in ("first-found", "unconfirmed") else _former(items, "")
         body += (
-            f"<h3>Not retested ({len(comparison.not_retested):,})</h3><p class=lead>Seen last time, but this "
-            "report did not exercise that API version on those targets, so they are neither fixed nor still "
-            f'there.</p><ul class="plain">{_former(comparison.not_retested, "")}</ul>'
+            f'<div data-change="{key}"><h3>{title} ({len(items):,})</h3><p class=lead>{esc(why)}.</p>'
+            f'<ul class="plain">{listed}</ul></div>'
         )
     if comparison.verdict_changes:
         rows = "".join(

@@ -65,6 +65,7 @@ def campaign(
     master, engine, previous, out, strict,
 ) -> None:  # fmt: skip
     """Run conformance, differential and chaos work against the targets, then write the dashboard."""
+    began = time.monotonic()  # the budget is the whole command's, checks and start-up included
     from rich.console import Console
     from rich.table import Table
 
@@ -161,13 +162,20 @@ def campaign(
             progress=progress,
         )
 
-    table = Table(title=f"kconform campaign ({outcome.seconds / 60:.1f} min)")
-    for column in ("part", "targets", "result", "run directory"):
-        table.add_column(column, overflow="fold")
-    for part in outcome.parts:
-        result = f"[red]{part.error}[/red]" if part.error else part.headline
-        table.add_row(part.part, " vs ".join(part.targets), result, str(part.directory))
-    Console().print(table)
+    out_console = Console()
+    if out_console.is_terminal:
+        table = Table(title=f"kconform campaign ({outcome.seconds / 60:.1f} min)")
+        for column in ("part", "targets", "result", "run directory"):
+            table.add_column(column, overflow="fold")
+        for part in outcome.parts:
+            result = f"[red]{part.error}[/red]" if part.error else part.headline
+            table.add_row(part.part, " vs ".join(part.targets), result, str(part.directory))
+        out_console.print(table)
+    else:  # a log or a pipe: one whole line per part, never cut at a console width
+        for part in outcome.parts:
+            result = f"error: {part.error}" if part.error else part.headline
+            click.echo(f"{part.part}  {' vs '.join(part.targets)}  {result}  {part.directory}")
+    console.print(_budget_line(time.monotonic() - began, budget), markup=False, highlight=False)
     if outcome.report_error:
         console.print(f"[red]no dashboard: {outcome.report_error}[/red]")
         raise SystemExit(2)
@@ -175,6 +183,14 @@ def campaign(
     console.print(f"compare a later campaign with this one: --previous {outcome.dashboard.parent}")
     if any(p.error for p in outcome.parts) or (strict and any(p.failed for p in outcome.parts)):
         raise SystemExit(1)
+
+
+def _budget_line(seconds: float, budget: float) -> str:
+    """How the campaign kept to its budget, saying so when it used its slack (the targets' start and
+    the report's engine are not cut short)."""
+    if seconds <= budget:
+        return f"finished in {seconds:.0f}s of its {budget:.0f}s budget"
+    return f"finished in {seconds:.0f}s: {seconds - budget:.0f}s over its {budget:.0f}s budget (slack used)"
 
 
 def _preflight(console, engine: str, out: Path) -> str:

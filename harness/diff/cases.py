@@ -72,7 +72,7 @@ def run_campaign(
     run_id, examples, seed = plan["run_id"], plan["examples"], plan["seed"]
     apis = set(plan["apis"]) if plan["apis"] is not None else None
     operation_sequences(apis)  # APIs nothing can draw: a ValueError now, before any work
-    result = CampaignResult(run_id, (a.name, b.name))
+    result = CampaignResult(run_id, (a.name, b.name), seed=seed)
     loop = asyncio.new_event_loop()
     started = time.monotonic()
     stop_drawing = stop_shrinking = None

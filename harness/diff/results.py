@@ -14,7 +14,7 @@ from .case_files import operations_from_json
 from .causes import Cause, Facet, Sighting
 from .engine import CaseResult
 
-__all__ = ["CampaignResult", "Found", "case_record", "example_of"]
+__all__ = ["CampaignResult", "Found", "case_record", "drawn_index", "example_of"]
 
 _MAX_VALUE_PAIRS = 50
 
@@ -33,6 +33,7 @@ class Found:
     example: dict | None = None  # a: ..., b: ... from the first sighting
     case_id: str | None = None  # its cause's stored case
     value_pairs: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    first_case: int = 1 << 62  # the index of the first drawn case showing it; -1 for the opening case
 
 
 def case_record(result: CaseResult, operations: list[dict]) -> dict:
@@ -88,10 +89,21 @@ def sighting_of(record: dict) -> Sighting:
     )
 
 
+def drawn_index(record: dict) -> int:
+    """Where a journal record's case is in the run's drawing (``<run>c<n>`` is the n-th drawn case; the
+    opening case, which every run has, is -1). Drawing is a function of the seed, so two runs with the
+    same seed draw the same case at the same index."""
+    if record.get("opening"):
+        return -1
+    _, _, number = str(record["case"]).rpartition("c")
+    return int(number) if number.isdigit() else 1 << 62
+
+
 @dataclasses.dataclass
 class CampaignResult:
     run_id: str
     targets: tuple[str, str]
+    seed: int | None = None
     cases: int = 0
     operations: int = 0
     pairs_compared: int = 0
@@ -149,6 +161,7 @@ class CampaignResult:
                     example={"a": difference["a"], "b": difference["b"], "case": record["case"]},
                 )  # fmt: skip
             found.count += 1
+            found.first_case = min(found.first_case, drawn_index(record))
             pair = (json.dumps(difference["a"], default=str), json.dumps(difference["b"], default=str))
             if pair not in found.value_pairs and len(found.value_pairs) < _MAX_VALUE_PAIRS:
                 found.value_pairs.append(pair)
@@ -188,6 +201,9 @@ class CampaignResult:
         return {
             "run_id": self.run_id,
             "targets": list(self.targets),
+            "seed": self.seed,
+            # the run drew cases 0 .. cases-1 of its seed's sequence, in order: a later run with the
+            # same seed that drew further met the same cases up to here
             "cases": self.cases,
             "operations": self.operations,
             "pairs_compared": self.pairs_compared,
@@ -219,6 +235,7 @@ class CampaignResult:
                     "shrunk": self.causes[f.cause].shrunk if f.cause in self.causes else False,
                     "example": f.example,
                     "value_pairs": [[json.loads(a), json.loads(b)] for a, b in f.value_pairs],
+                    "first_case": f.first_case,
                 }
                 for f in sorted(self.found.values(), key=lambda f: f.signature)
             ],

@@ -104,10 +104,14 @@ def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campa
         def __init__(self) -> None:
             super().__init__()
             self.section: list[str] = []
-            self.grid_rows = self.divergences = self.repro_buttons = 0
+            self.grid_rows = self.divergences = self.repro_buttons = self.crashes = 0
             self.ids: set[str] = set()
             self.page: dict[str, str] = {}  # the <html> attributes
             self.charts: dict[str, dict[str, str]] = {}  # data-chart -> the figure's attributes
+            self.cards: list[dict] = []  # per divergence card: its verdict, values shown, repro command
+            self.cells: dict[tuple[str, int, int], str] = {}  # grid (target, API key, version) -> state
+            self.chaos_cells: list[dict] = []  # per chaos cell: scenario, target, faults felt shown
+            self.tiles: dict[str, dict[str, str]] = {}  # headline key -> its attributes
 
         def handle_starttag(self, tag, attrs):
             a = dict(attrs)
@@ -120,10 +124,29 @@ def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campa
             where = self.section[-1] if self.section else ""
             if where == "grid" and tag == "tr":
                 self.grid_rows += 1
+            if where == "grid" and tag == "td" and "data-state" in a:
+                self.cells[(a["data-target"], int(a["data-api-key"]), int(a["data-version"]))] = a[
+                    "data-state"
+                ]
             if where == "divergences" and tag == "article" and "cluster" in a.get("class", ""):
                 self.divergences += 1
+                self.cards.append({"verdict": a.get("data-verdict"), "values": 0, "repro": ""})
+            if where == "divergences" and self.cards:
+                if "data-values" in a:
+                    self.cards[-1]["values"] = int(a["data-values"])
+                if "data-repro" in a:
+                    self.cards[-1]["repro"] = a["data-repro"]
             if where == "divergences" and "data-copy" in a:
                 self.repro_buttons += 1
+            if where == "crashes" and tag == "article":
+                self.crashes += 1
+            if where == "chaos" and tag == "td" and "data-scenario" in a:
+                ran = "title" in a  # a cell of a scenario not run on that target has none
+                self.chaos_cells.append({"scenario": a["data-scenario"], "ran": ran, "felt": 0})
+            if where == "chaos" and "data-felt" in a and self.chaos_cells:
+                self.chaos_cells[-1]["felt"] = 1
+            if tag == "div" and a.get("data-tile"):
+                self.tiles[a["data-tile"]] = a
             if tag == "figure" and a.get("data-chart"):
                 self.charts[a["data-chart"]] = a
 
@@ -137,6 +160,65 @@ def test_the_dashboard_renders_in_chromium_with_grid_divergences_and_plots(campa
     assert census.grid_rows > 2, "the grid has a header and rows"
     assert census.divergences > 0
     assert census.repro_buttons == census.divergences, "every divergence comes with its repro command"
+    report = out / "report"
+    rolled = json.loads((report / "summary.json").read_text())
+    diff_runs = [json.loads(p.read_text()) for p in sorted(out.glob("diff-*/summary.json"))]
+    # every card: both values, a verdict, a repro command naming a case inside the report
+    assert len(census.cards) == len(rolled["divergences"])
+    for card in census.cards:
+        assert card["verdict"] in ("deviates", "unknown", "allowed", "consequence"), card
+        assert card["values"] >= 1, card
+        assert card["repro"].startswith("kconform repro cases/"), card
+        assert (report / card["repro"].split()[-1]).is_file(), card
+    # the grid: a cell for every (API, version) either target of each pair advertised
+    for summary in diff_runs:
+        for target, ranges in summary["coverage"]["advertised"].items():
+            for key, _name, low, high in ranges:
+                missing = [v for v in range(low, high + 1) if (target, key, v) not in census.cells]
+                assert not missing, f"{target}: API {key} versions {missing} have no grid cell"
+    assert {"exercised", "not-exercised"} <= set(census.cells.values())
+    # crashes and chaos results are on the page
+    assert census.crashes == len(rolled["crashes"])
+    assert sum(c["times"] for c in rolled["crashes"]) == sum(len(s["crashes"]) for s in diff_runs)
+    ran = [c for c in census.chaos_cells if c["ran"]]
+    assert len(ran) == len({(v["scenario"], v["target"]) for v in rolled["chaos"]}) > 0
+    assert all(c["felt"] for c in ran), "every chaos result says how its faults were felt"
+    # every headline number equals its recomputation from summary.json
+    tiles = {key: [int(a[k]) for k in sorted(a) if k.startswith("data-n")] for key, a in census.tiles.items()}
+    runs = rolled["runs"]
+    by_kind = {kind: sum(r["exchanges"] for r in runs if r["kind"] == kind) for kind in ("diff", "chaos")}
+    assert by_kind["diff"] == 2 * sum(s["pairs_compared"] for s in diff_runs)  # a pair: both targets' rows
+    assert tiles["exchanges"] == [rolled["exchanges"], by_kind["diff"], by_kind["chaos"], 0]
+    assert rolled["exchanges"] == sum(r["exchanges"] for r in runs)
+    grid = rolled["grid"]
+    assert tiles["agreement"] == [
+        sum(c["passed"] for c in grid),
+        sum(c["total"] - c["skipped"] for c in grid),
+    ]
+    apis = {(d["api_name"], d["api_version"]) for d in rolled["divergences"]}
+    assert tiles["divergences"] == [len(rolled["divergences"]), len(apis)]
+    assert tiles["crashes"] == [sum(c["times"] for c in rolled["crashes"]), len(rolled["crashes"])]
+    violations = sum(v["verdict"] == "violation" for v in rolled["chaos"])
+    assert tiles["chaos"] == [violations, len(rolled["chaos"])]
+    assert tiles["rules"] == [
+        sum(c["passed"] for c in rolled["rules"]),
+        sum(c["passed"] + c["failed"] for c in rolled["rules"]),
+    ]
+    # a repro works from a copy of the report in another directory: the case travels with it
+    moved = tmp_path / "elsewhere" / "report-copy"
+    shutil.copytree(report, moved)
+    deviating = [c for c in census.cards if c["verdict"] == "deviates"]
+    outcomes = []
+    for card in deviating[:3]:
+        replayed = subprocess.run(
+            [sys.executable, "-m", "kconform.harness.cli", *card["repro"].split()[1:]],
+            cwd=moved, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert replayed.returncode in (0, 1), replayed.stdout[-2000:] + replayed.stderr[-2000:]
+        outcomes.append(replayed.returncode)
+        if replayed.returncode == 1:
+            break
+    assert 1 in outcomes, "no stored case replayed its difference from the moved report"
     # the browser's part
     assert census.page.get("data-ready") == "true", "the page's script did not run to its end"
     assert census.page.get("data-errors") == "0", census.page.get("data-error-list", "no error recorder ran")

@@ -21,9 +21,12 @@ from kconform.spark_reports.dashboard import SECTION_IDS, render_dashboard
 from kconform.spark_reports.model import (
     NO_FAULT,
     ChaosVerdict,
+    CrashRow,
+    DiffRunFacts,
     DivergenceCluster,
     GridCell,
     LatencyRow,
+    ReplayRow,
     Rollup,
     RunRow,
 )
@@ -70,6 +73,7 @@ def cluster(
         evidence="" if unknown else "core/src/main/scala/kafka/server/KafkaApis.scala",
         cause="c1",
         steps=("Produce v9 (acks=-1)", "Metadata v12"),
+        reproduced=True,
     )
 
 
@@ -221,12 +225,26 @@ def test_compare_finds_new_fixed_and_not_retested_divergences():
                 "targets": ["reference"],
             },
             {"signature": "Fetch/v4/gone?", "api_name": "Fetch", "api_version": 4, "targets": ["reference"]},
+            {"signature": "Metadata/v12/kept", "api_name": "Metadata", "api_version": 12,
+             "targets": ["reference"]},
+            {"signature": "Metadata/v12/unknown", "api_name": "Metadata", "api_version": 12,
+             "targets": ["reference"]},
         ],
         "chaos": [{"scenario": "idempotent-reset-peer", "target": "reference", "verdict": "pass"}],
-    }
+    }  # fmt: skip
+    # the campaign replayed the stored cases of three it did not see again; "unknown" was not replayed
+    pair = ("reference", "rdkafka-mock")
+    rollup.replays = [
+        ReplayRow("Metadata/v12/old", pair, False, "c1.json", "run-1"),
+        ReplayRow("Metadata/v12/kept", pair, True, "c2.json", "run-1"),
+        ReplayRow("Fetch/v4/gone?", pair, None, "c3.json", "run-1"),  # could not be replayed
+    ]
     comparison = compare(rollup, previous)
+    # the previous report says nothing of its drawing: what it did not list counts as new
     assert [d.signature for d in comparison.new_divergences] == ["Metadata/v12/brokers[*].rack/value"]
-    assert [d.signature for d in comparison.fixed_divergences] == ["Metadata/v12/old"]
+    assert [d.signature for d in comparison.fixed_divergences] == ["Metadata/v12/old"]  # its replay is clean
+    assert [d.signature for d in comparison.still_there] == ["Metadata/v12/kept"]
+    assert [d.signature for d in comparison.not_replayed] == ["Metadata/v12/unknown"]
     assert [d.signature for d in comparison.not_retested] == ["Fetch/v4/gone?"]  # Fetch v4 was not run
     assert [(c.before, c.after) for c in comparison.verdict_changes] == [("pass", "violation")]
     assert comparison.previous_pass_rate == 0.9
@@ -234,6 +252,52 @@ def test_compare_finds_new_fixed_and_not_retested_divergences():
     page = render_dashboard(rollup, comparison, title="t", generated_at="now")
     changes = re.search(r'<section class="panel" id="changes".*?</section>', page, re.S).group(0)
     assert "Metadata/v12/brokers[*].rack/value" in changes and "Metadata/v12/old" in changes
+
+
+def test_a_difference_is_new_only_when_the_previous_run_drew_the_case_that_shows_it():
+    """Same seed, same targets: case n is the same case in both runs. A signature first shown by a case
+    the previous run drew is new; one first shown past where it stopped is only first found."""
+    rollup = sample_rollup()
+    pair = ("reference", "rdkafka-mock")
+    rack = "Metadata/v12/brokers[*].rack/value"
+    rollup.diff_runs = [DiffRunFacts("run-1", pair, 0, 80, {HOSTILE: 12, rack: 60})]
+    previous = {"grid": [], "divergences": [], "diff_runs": [{"targets": list(pair), "seed": 0, "drawn": 50}]}
+    comparison = compare(rollup, previous)
+    assert [d.signature for d in comparison.new_divergences] == [HOSTILE]
+    assert [d.signature for d in comparison.first_found] == [rack]
+    # another seed draws other cases: nothing the previous run drew says anything of them
+    rollup.diff_runs = [DiffRunFacts("run-1", pair, 7, 80, {HOSTILE: 12, rack: 60})]
+    assert not compare(rollup, previous).new_divergences
+    page = render_dashboard(rollup, compare(rollup, previous), title="t", generated_at="now")
+    assert 'data-change="first-found"' in page and 'data-change="new"' in page
+    # a target that dies is seen dead by whichever request is in flight: a request meeting a crash the
+    # previous report had (same target, same last words) is no new difference, and neither is one whose
+    # own stored case does not show it again
+    met = "EndTxn/v1/<connection>/fate"
+    crashed = replace(cluster(met, "EndTxn", 1), values=(('"answered"', '"crashed"'),))
+    flaky = replace(cluster("Fetch/v4/error_code/error_code", "Fetch", 4), reproduced=False)
+    rollup.divergences = [crashed, flaky]
+    rollup.crashes = [CrashRow("rdkafka-mock", 26, "EndTxn", 1, "assertion failed", 1, ("run-1",))]
+    rollup.diff_runs = [DiffRunFacts("run-1", pair, 0, 80, {met: 3, flaky.signature: 4})]
+    known = previous | {"crashes": [{"target": "rdkafka-mock", "message": "assertion failed"}]}
+    assert [d.signature for d in compare(rollup, known).unconfirmed] == [met, flaky.signature]
+    assert [d.signature for d in compare(rollup, previous).new_divergences] == [met]  # a crash not had before
+    # and the other way: a request that met a crash before, whose case met none on replay, is not fixed
+    # while the target still has that crash
+    rollup.divergences = []
+    rollup.replays = [ReplayRow(met, pair, False, "c.json", "run-1")]
+    former = {"signature": met, "api_name": "EndTxn", "api_version": 1, "targets": list(pair),
+              "values": [['"answered"', '"crashed"']]}  # fmt: skip
+    had = {
+        "divergences": [former],
+        "grid": [],
+        "crashes": [
+            {"target": "rdkafka-mock", "api_name": "EndTxn", "api_version": 1, "message": "assertion failed"}
+        ],
+    }
+    assert [d.signature for d in compare(rollup, had).still_there] == [met]
+    rollup.crashes = []
+    assert [d.signature for d in compare(rollup, had).fixed_divergences] == [met]
 
 
 def test_summary_json_round_trips_as_the_previous_report(tmp_path: Path):
@@ -247,6 +311,9 @@ def test_summary_json_round_trips_as_the_previous_report(tmp_path: Path):
     later = sample_rollup()
     later.divergences = later.divergences[1:]
     later.runs = [RunRow("run-3", "diff", ("reference",), 10, 10, 0, 0, "2026-01-03T10:00:00Z", "/runs/r3")]
+    later.replays = [
+        ReplayRow(HOSTILE, ("reference", "rdkafka-mock"), False, "cases/r2/case-007.json", "run-3")
+    ]
     comparison = compare(later, previous)
     assert [d.signature for d in comparison.fixed_divergences] == [HOSTILE]
     assert not comparison.new_divergences

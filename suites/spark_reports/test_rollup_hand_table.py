@@ -18,10 +18,12 @@ from kconform.spark_reports.model import (
     ChaosFelt,
     ChaosVerdict,
     CrashRow,
+    DiffRunFacts,
     DivergenceCluster,
     GridCell,
     LatencyRow,
     OfferedCell,
+    ReplayRow,
     Rollup,
     RunRow,
 )
@@ -172,6 +174,8 @@ def hand_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     summary = {
         "run_id": "run-a",
         "targets": ["ref", "mock"],
+        "seed": 5,
+        "cases": 10,
         "causes": [
             {"cause": "c1", "api_key": 0, "api_name": "Produce", "signatures": [S1], "case_id": "case-000",
              "verdict": {"deviates": ["mock"], "rule": "r1", "text": "mock deviates from Kafka: why",
@@ -185,7 +189,7 @@ def hand_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         "differences": [
             {"signature": S1, "cause": "c1", "case_id": "case-000", "count": 2,
-             "value_pairs": [[1, 2], [1, "x"]]},
+             "value_pairs": [[1, 2], [1, "x"]], "first_case": 3},
             {"signature": S2, "cause": "c2", "count": 3, "example": {"a": None, "b": 3}},
         ],
         "crashes": [
@@ -206,6 +210,17 @@ def hand_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "summary.json": summary,
             "cases/case-000.json": case,
             "cases/case-001.json": {"operations": [{"op": "Fetch", "version_pick": 3}]},
+            # the campaign replayed an earlier report's case: it still shows its signature
+            "replays.json": {
+                "replays": [
+                    {
+                        "signature": "Old/v1/x/value",
+                        "targets": ["ref", "mock"],
+                        "shown": True,
+                        "case": "/r/case-009.json",
+                    }
+                ]
+            },
         },
     )
     write_run(
@@ -352,6 +367,9 @@ def expected_hand_rollup(root: Path) -> Rollup:
     ]
     rollup = Rollup(grid, divergences, latency, runs, chaos, exchanges=46)
     rollup.crashes, rollup.offered, rollup.chaos_felt = crashes, offered, felt
+    rollup.replays = [ReplayRow("Old/v1/x/value", ("ref", "mock"), True, "/r/case-009.json", "run-a")]
+    # run B has no summary.json: it says nothing of its drawing
+    rollup.diff_runs = [DiffRunFacts("run-a", ("ref", "mock"), 5, 10, {S1: 3})]
     return rollup
 
 

@@ -107,4 +107,6 @@ def assert_rollup(found: Rollup, expected: Rollup) -> None:
     assert found.chaos_felt == expected.chaos_felt
     assert found.crashes == expected.crashes
     assert found.offered == expected.offered
+    assert found.replays == expected.replays
+    assert found.diff_runs == expected.diff_runs
     assert found == expected
