@@ -83,3 +83,86 @@ def test_progress_is_plain_lines_when_the_output_is_not_a_terminal():
         "conform reference: done",
         "report: starting Spark (local mode)",
     ], "one line each, status at most every 30 s, never cut at the console's width"
+
+
+# --- the real command in a process of its own, with what it needs really out of reach -------------------
+
+HIDE = """
+import importlib.abc, importlib.util, sys
+HIDDEN = {names!r}
+_find_spec = importlib.util.find_spec
+def find_spec(name, package=None):
+    return None if name.split(".")[0] in HIDDEN else _find_spec(name, package)
+importlib.util.find_spec = find_spec
+class Hidden(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+sys.meta_path.insert(0, Hidden())
+"""
+
+
+def _hidden_env(tmp_path, *, modules=(), java=True) -> dict:
+    """The environment of a campaign whose interpreter cannot find ``modules`` (a ``sitecustomize`` that
+    makes their import fail as an uninstalled package's does) and, without ``java``, no Java."""
+    import os
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HIDE.format(names=set(modules)))
+    env = dict(os.environ, PYTHONPATH=str(site))
+    if not java:
+        env.pop("JAVA_HOME", None)
+        env["PATH"] = str(tmp_path / "empty")  # nothing on it: the command is started by its full path
+    return env
+
+
+def _run(env, *args, timeout=300):
+    import subprocess
+    import sys
+
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "kconform.harness.cli", "campaign", *args],
+        env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return done, time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("modules", "java", "said"),
+    [
+        (("pyspark", "duckdb"), True, "pyspark is not installed"),
+        (("duckdb",), False, "Spark needs Java 17"),
+    ],
+    ids=["no-pyspark-no-duckdb", "no-java-no-duckdb"],
+)
+def test_a_campaign_that_cannot_report_stops_within_5_seconds_in_one_line(tmp_path, modules, java, said):
+    env = _hidden_env(tmp_path, modules=modules, java=java)
+    done, seconds = _run(
+        env, "--targets", "reference", "--no-chaos", "--out", str(tmp_path / "c"), timeout=60
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and seconds < 5, (seconds, output)
+    assert said in output and "Traceback" not in output
+    assert len(output.strip().splitlines()) == 1, output
+    assert not (tmp_path / "c").exists(), "nothing was started or written"
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+def test_without_pyspark_a_campaign_rolls_up_with_duckdb_and_finishes(tmp_path):
+    env = _hidden_env(tmp_path, modules=("pyspark",))
+    out = tmp_path / "c"
+    done, _ = _run(
+        env, "--targets", "reference,rdkafka-mock", "--no-chaos", "--no-conform", "--duration", "100s",
+        "--out", str(out),
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    warnings = [line for line in output.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: pyspark is not installed: pip install 'kconform[spark]'; rolling up with "
+                        "DuckDB instead"], output[-3000:]  # fmt: skip
+    assert "Traceback" not in output and (out / "report" / "index.html").is_file()
+    assert "rolling up 1 run(s) with DuckDB" in output

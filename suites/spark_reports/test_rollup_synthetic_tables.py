@@ -231,6 +231,7 @@ def without_chaos(rollup: Rollup) -> Rollup:
     which the hand table checks."""
     found = Rollup(rollup.grid, rollup.divergences, rollup.latency, rollup.runs, [], rollup.exchanges)
     found.crashes, found.offered = rollup.crashes, rollup.offered
+    found.replays, found.diff_runs = rollup.replays, rollup.diff_runs
     return found
 
 
