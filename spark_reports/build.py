@@ -96,9 +96,9 @@ def build_dashboard(
     previous_summary = load_previous(previous) if previous is not None else None
     rollup = _roll_up(runs, engine, spark, master, step)
     step("comparing with the previous report" if previous_summary else "writing the report")
-    comparison = compare(rollup, previous_summary)
     now = datetime.now(UTC)
     generated_at = now.strftime("%Y-%m-%d %H:%M:%S UTC")
+    comparison = compare(rollup, previous_summary, now=generated_at)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

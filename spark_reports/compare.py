@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .model import DiffRunFacts, DivergenceCluster, Rollup, RuleRun, RunRow
+from .timeline import ApiPoint, CauseSpan, api_trend, cause_spans
 
 __all__ = [
     "Comparison",
@@ -120,6 +121,8 @@ class Comparison:
     history: list[HistoryPoint] = field(default_factory=list)
     rule_changes: list[RuleChange] = field(default_factory=list)
     rule_history: list[RuleRun] = field(default_factory=list)  # every conformance run, oldest first
+    cause_history: list[CauseSpan] = field(default_factory=list)  # every signature over the reports
+    api_trend: list[ApiPoint] = field(default_factory=list)  # agreement per API and target over reports
 
     @property
     def pass_rate_change(self) -> float | None:
@@ -266,8 +269,17 @@ def _crash_still_had(former: dict[str, Any], previous: dict[str, Any], current: 
     return bool(had) and bool(had & {(c.target, c.message) for c in current.crashes})
 
 
-def compare(current: Rollup, previous_summary: dict[str, Any] | None) -> Comparison:
-    """What changed since the report whose summary is ``previous_summary`` (None: no previous)."""
+def compare(current: Rollup, previous_summary: dict[str, Any] | None, *, now: str = "") -> Comparison:
+    """What changed since the report whose summary is ``previous_summary`` (None: no previous); ``now``
+    is this report's time, which the history across reports is kept by."""
+    comparison = _compare(current, previous_summary)
+    fixed = {d.signature for d in comparison.fixed_divergences}
+    comparison.cause_history = cause_spans(current, previous_summary, fixed, now)
+    comparison.api_trend = api_trend(current, previous_summary, now)
+    return comparison
+
+
+def _compare(current: Rollup, previous_summary: dict[str, Any] | None) -> Comparison:
     comparison = Comparison(
         pass_rate=overall_pass_rate(current),
         judged=judged_count(current),

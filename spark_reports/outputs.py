@@ -84,6 +84,8 @@ def summary_json(
         "comparison": comparison.to_json(),
         "history": [p.to_json() for p in comparison.history],
         "rule_history": [asdict(r) for r in comparison.rule_history],
+        "cause_history": [c.to_json() for c in comparison.cause_history],
+        "api_trend": [asdict(p) for p in comparison.api_trend],
     }
 
 

@@ -9,6 +9,7 @@ from .markup import esc, fmt_count, fmt_rate
 from .model import Rollup
 from .sections_divergences import cluster_order
 from .sections_results import outcomes_by, section
+from .sections_timeline import api_trend_table, cause_table
 
 __all__ = [
     "changes_section",
@@ -293,7 +294,10 @@ def history_section(comparison: Comparison) -> str:
         fmt=lambda v: f"{v:,.0f}",
         width=HALF_WIDTH,
     )
-    return section("history", "History over runs", lead, f'<div class="charts-2">{rates}{divergences}</div>')
+    tables = cause_table(comparison.cause_history) + api_trend_table(comparison.api_trend)
+    return section(
+        "history", "History over runs", lead, f'<div class="charts-2">{rates}{divergences}</div>{tables}'
+    )
 
 
 def _when(iso: str) -> str:

@@ -302,7 +302,8 @@ def test_a_difference_is_new_only_when_the_previous_run_drew_the_case_that_shows
 
 def test_summary_json_round_trips_as_the_previous_report(tmp_path: Path):
     first = sample_rollup()
-    write_summary_json(tmp_path / "summary.json", first, compare(first, None), generated_at="t1", title="r")
+    first_comparison = compare(first, None, now="t1")
+    write_summary_json(tmp_path / "summary.json", first, first_comparison, generated_at="t1", title="r")
     previous = load_previous(tmp_path)  # the folder, as --previous takes it
     assert previous["schema"] == 1 and previous["totals"]["divergence_signatures"] == 2
     assert [p["run_id"] for p in previous["history"]] == ["run-1", "run-2"]
@@ -314,10 +315,24 @@ def test_summary_json_round_trips_as_the_previous_report(tmp_path: Path):
     later.replays = [
         ReplayRow(HOSTILE, ("reference", "rdkafka-mock"), False, "cases/r2/case-007.json", "run-3")
     ]
-    comparison = compare(later, previous)
+    comparison = compare(later, previous, now="t2")
     assert [d.signature for d in comparison.fixed_divergences] == [HOSTILE]
     assert not comparison.new_divergences
     assert [p.run_id for p in comparison.history] == ["run-1", "run-2", "run-3"]
+    # each signature's span across the reports: when it appeared, was last seen, was fixed
+    spans = {
+        s.signature: (s.first_seen, s.last_seen, s.reports, s.fixed_at) for s in comparison.cause_history
+    }
+    assert spans == {
+        HOSTILE: ("t1", "t1", 1, "t2"),
+        "Metadata/v12/brokers[*].rack/value": ("t1", "t2", 2, None),
+    }
+    # and each API's agreement on each target at each report, oldest first
+    trend = [(p.generated_at, p.passed, p.judged) for p in comparison.api_trend if p.api_name == "Produce"]
+    assert trend == [("t1", 88, 100), ("t2", 88, 100)] * 2  # the mock's, then the reference's
+    page = render_dashboard(later, comparison, title="t", generated_at="t2")
+    history = re.search(r'<section class="panel" id="history".*?</section>', page, re.S).group(0)
+    assert 'id="cause-history"' in history and "88% → 88%" in history.replace("88.0%", "88%")
     assert not list(tmp_path.glob(".*tmp"))  # written atomically, nothing left behind
 
 
