@@ -28,7 +28,7 @@ import pyarrow as pa
 from kconform.traces import SCHEMA
 from kconform.traces.rules import RULE_SCHEMA
 
-from .attribution import BLAME_KEYS, attribute
+from .attribution import BLAME_KEYS, FELT_KEYS, attribute
 from .findings import DEVIATES, SUSPECT, blame_rows
 from .model import NO_FAULT, DivergenceCluster, GridCell, LatencyRow, Rollup, RunRow, latency_tenth, utc_iso
 from .rules import COUNT_KEYS, RESULT_COLUMNS, rules_part
@@ -79,10 +79,8 @@ def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
         attribute(rollup, runs, blame_counts=[], pair_counts=[], felt_counts=[])
         return rollup
     try:
-        counts = _outcome_counts(traces)
+        counts = _outcome_counts(traces, runs)
         rollup.divergences, pair_counts = _divergences(traces)
-        blame_counts = _blame_counts(traces, runs, spark)
-        felt_counts = _felt_counts(traces)
         rollup.latency = _latency(traces)
     except Exception as exc:  # a file that went bad after find_runs checked its footer
         raise_for_bad_trace_file("Spark", exc, runs)
@@ -90,6 +88,7 @@ def spark_rollup(runs: list[RunDirectory], spark: SparkSession) -> Rollup:
     rollup.grid = _grid(counts)
     rollup.runs = _run_rows(counts, runs)
     rollup.exchanges = sum(row["n"] for row in counts if row["api_key"] >= 0)
+    blame_counts, felt_counts = _blame_and_felt(counts)
     attribute(rollup, runs, blame_counts=blame_counts, pair_counts=pair_counts, felt_counts=felt_counts)
     return rollup
 
@@ -145,14 +144,67 @@ def _traces(runs: list[RunDirectory], spark: SparkSession) -> DataFrame | None:
     return traces.withColumn("api_label", F.coalesce(F.col("api_name"), fallback))
 
 
-def _outcome_counts(traces: DataFrame) -> list[dict]:
+def _outcome_counts(traces: DataFrame, runs: list[RunDirectory]) -> list[dict]:
+    """Counts by run, target, API, version and outcome, in one scan with what the attribution needs:
+    a diverged exchange's ``status`` (what the verdicts say of its target, the worst over its
+    signatures) and, for a chaos operation, its scenario and whether a fault was active."""
     from pyspark.sql import functions as F
 
+    operation = (F.col("api_key") >= 0) & (F.col("api_version") < 0)
     keys = ["run_dir", "run_id", "target", "api_key", "api_label", "api_version", "outcome"]
-    grouped = traces.groupBy(*keys).agg(
-        F.count(F.lit(1)).alias("n"), F.unix_micros(F.min("started_at")).alias("first_us")
-    )
+    grouped = traces.groupBy(
+        *keys,
+        _status(runs).alias("status"),
+        F.when(operation, F.coalesce(F.col("case_id"), F.lit("?"))).alias("scenario"),
+        F.when(operation, F.coalesce(F.size("faults"), F.lit(0)) > 0).alias("faulted"),
+    ).agg(F.count(F.lit(1)).alias("n"), F.unix_micros(F.min("started_at")).alias("first_us"))
     return [row.asDict() for row in grouped.collect()]
+
+
+def _status(runs: list[RunDirectory]):
+    """For a diverged exchange of the grid, the worst status (``findings.CLEAR``, ``SUSPECT``,
+    ``DEVIATES``) its signatures' verdicts give its target, a signature without one being a suspect;
+    null for any other row. The verdicts are a few hundred entries: a map in the plan, looked up per
+    row, costs no join and no shuffle."""
+    from pyspark.sql import functions as F
+
+    suspect = F.lit(SUSPECT)
+    blame = blame_rows(runs)
+    if blame:
+        table = F.create_map(
+            *(x for b in blame for x in (F.lit(_blame_key(b.run_id, b.signature, b.target)), F.lit(b.status)))
+        )
+        looked = F.transform(
+            _every_signature(),
+            lambda s: F.coalesce(
+                F.try_element_at(table, F.concat_ws("\x1f", F.col("run_id"), s, F.col("target"))), suspect
+            ),
+        )
+        worst = F.array_max(looked)
+    else:
+        worst = suspect
+    return F.when((F.col("outcome") == "diverge") & (F.col("api_version") >= 0), worst)
+
+
+def _blame_key(run_id: str, signature: str, target: str) -> str:
+    return f"{run_id}\x1f{signature}\x1f{target}"
+
+
+def _blame_and_felt(counts: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The attribution's rows from the outcome counts: per grid cell the diverged exchanges its target
+    deviates in and is a suspect in; per chaos scenario, target, fault state and outcome, operations."""
+    cells: dict[tuple, dict[str, int]] = {}
+    felt: dict[tuple, int] = {}
+    for row in counts:
+        if row["status"] is not None:
+            cell = cells.setdefault(tuple(row[k] for k in BLAME_KEYS), {"deviates": 0, "unknown": 0})
+            cell["deviates"] += row["n"] if row["status"] == DEVIATES else 0
+            cell["unknown"] += row["n"] if row["status"] == SUSPECT else 0
+        if row["scenario"] is not None:
+            key = (row["scenario"], row["target"], row["faulted"], row["outcome"])
+            felt[key] = felt.get(key, 0) + row["n"]
+    blame = [dict(zip(BLAME_KEYS, key, strict=True)) | tally for key, tally in cells.items()]
+    return blame, [dict(zip(FELT_KEYS, key, strict=True)) | {"n": n} for key, n in felt.items()]
 
 
 def _grid(counts: list[dict]) -> list[GridCell]:
@@ -232,11 +284,16 @@ def _divergences(traces: DataFrame) -> tuple[list[DivergenceCluster], list[dict]
     """The clusters, and the rows (signature, run_dir, target, n) their compared pairs are counted from."""
     from pyspark.sql import functions as F
 
+    # read once for both aggregations below: the clusters and the per-target counts of their pairs
     diverged = (
         traces.where(F.col("outcome") == "diverge")
-        .withColumn("signature", F.explode(_every_signature()))
+        .select(
+            "run_dir", "run_id", "target", "case_id", "api_key", "api_label", "api_version",
+            F.explode(_every_signature()).alias("signature"),
+        )
         .where(F.col("signature").isNotNull())
-    )
+        .persist()
+    )  # fmt: skip
     grouped = diverged.groupBy("signature").agg(
         F.min("api_key").alias("api_key"),
         F.min("api_label").alias("api_name"),
@@ -261,46 +318,8 @@ def _divergences(traces: DataFrame) -> tuple[list[DivergenceCluster], list[dict]
     ]
     per_target = diverged.groupBy("signature", "run_dir", "target").agg(F.count(F.lit(1)).alias("n"))
     pairs = [row.asDict() for row in per_target.collect()]
+    diverged.unpersist()
     return sorted(clusters, key=lambda c: c.signature), pairs
-
-
-def _blame_counts(traces: DataFrame, runs: list[RunDirectory], spark: SparkSession) -> list[dict]:
-    """Per grid cell: diverged exchanges in which the target deviates by a verdict (any of the
-    exchange's signatures names it), and those in which it is a suspect (no verdict tells, or none
-    was recorded)."""
-    from pyspark.sql import functions as F
-
-    blame = [(b.run_id, b.signature, b.target, b.status) for b in blame_rows(runs)]
-    table = spark.createDataFrame(blame, "run_id string, signature string, target string, status int")
-    exchange = ["run_dir", "run_id", "seq", "target", "api_key", "api_label", "api_version"]
-    fields = traces.where((F.col("outcome") == "diverge") & (F.col("api_version") >= 0)).select(
-        *exchange, F.explode(_every_signature()).alias("signature")
-    )
-    judged = (
-        fields.join(F.broadcast(table), ["run_id", "signature", "target"], "left")
-        .groupBy(*exchange)
-        .agg(F.max(F.coalesce(F.col("status"), F.lit(SUSPECT))).alias("status"))
-    )
-    grouped = judged.groupBy(*BLAME_KEYS).agg(
-        F.sum((F.col("status") == DEVIATES).cast("long")).alias("deviates"),
-        F.sum((F.col("status") == SUSPECT).cast("long")).alias("unknown"),
-    )
-    return [row.asDict() for row in grouped.collect()]
-
-
-def _felt_counts(traces: DataFrame) -> list[dict]:
-    """Chaos operations (api_version -1) by scenario (their case id), target, whether a fault was
-    active and outcome."""
-    from pyspark.sql import functions as F
-
-    operations = traces.where((F.col("api_key") >= 0) & (F.col("api_version") < 0))
-    grouped = operations.groupBy(
-        F.coalesce(F.col("case_id"), F.lit("?")).alias("scenario"),
-        "target",
-        (F.coalesce(F.size("faults"), F.lit(0)) > 0).alias("faulted"),
-        "outcome",
-    ).agg(F.count(F.lit(1)).alias("n"))
-    return [row.asDict() for row in grouped.collect()]
 
 
 def _latency(traces: DataFrame) -> list[LatencyRow]:

@@ -86,9 +86,18 @@ def diff_bench(examples: int, peer: str, as_json: bool) -> None:
     help="synthetic trace rows to roll up",
 )
 @click.option("--master", default=None, help="a Spark master URL (default: local[*])")
+@click.option(
+    "--standalone",
+    is_flag=True,
+    help="start a standalone Spark cluster here (a Master and a Worker with every core) and roll up on it",
+)
+@click.option("--worker-memory", default="8g", show_default=True, help="the standalone Worker's memory")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per comparison, one a line")
-def reports_bench(rows: int, master: str | None, as_json: bool) -> None:
-    """The Spark roll-up against DuckDB over the same synthetic traces (they must agree)."""
+def reports_bench(rows: int, master: str | None, standalone: bool, worker_memory: str, as_json: bool) -> None:
+    """The Spark roll-up against DuckDB over the same synthetic traces (they must agree); with
+    ``--standalone`` on a cluster started here, with the peak memory of the cluster and the driver."""
     from .reports_bench import run
 
-    run(rows=rows, master=master, as_json=as_json)
+    if standalone and master:
+        raise click.UsageError("give --master or --standalone, not both")
+    run(rows=rows, master=master, as_json=as_json, standalone=standalone, worker_memory=worker_memory)

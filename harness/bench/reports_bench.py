@@ -7,9 +7,11 @@ session pays its JIT warm-up, as a report does). The two roll-ups must agree, or
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +20,7 @@ from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.rollup import spark_rollup
 from kconform.spark_reports.runs import find_runs
 from kconform.spark_reports.session import spark_session
+from kconform.spark_reports.standalone import ClusterError, MemorySampler, standalone_cluster
 from kconform.spark_reports.synth import synthesise
 
 from ..catalogue import api_catalogue
@@ -26,9 +29,29 @@ from .report import Comparison, print_comparisons
 __all__ = ["run"]
 
 
-def run(rows: int, master: str | None, as_json: bool) -> None:
+def run(
+    rows: int, master: str | None, as_json: bool, standalone: bool = False, worker_memory: str = "8g"
+) -> None:
     # progress goes to stderr, so that --json leaves stdout to the comparison lines
     console = Console(stderr=True)
+    with ExitStack() as stack:
+        sessions: tuple[int, ...] = ()
+        if standalone:
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kconform-standalone-")))
+            started = time.perf_counter()
+            try:
+                cluster = stack.enter_context(
+                    standalone_cluster(scratch, cores=os.cpu_count() or 1, memory=worker_memory)
+                )
+            except ClusterError as exc:
+                console.print(f"[red]no standalone cluster: {exc}[/red]")
+                sys.exit(2)
+            master, sessions = cluster.url, cluster.sessions
+            console.print(f"standalone cluster at {master}: {time.perf_counter() - started:.1f} s to start")
+        _run(rows, master, as_json, sessions, console)
+
+
+def _run(rows: int, master: str | None, as_json: bool, sessions: tuple[int, ...], console: Console) -> None:
     with tempfile.TemporaryDirectory(prefix="kconform-bench-reports-") as scratch:
         started = time.perf_counter()
         synthesise(Path(scratch), rows, catalogue=api_catalogue(), runs=2, chaos_runs=1)
@@ -46,9 +69,14 @@ def run(rows: int, master: str | None, as_json: bool) -> None:
             where = master or "local[*]"
             console.print(f"Spark session start ({where}): {session_seconds:.1f} s (not counted)")
             started = time.perf_counter()
-            ours = spark_rollup(runs, spark)
+            with MemorySampler(sessions) as memory:
+                ours = spark_rollup(runs, spark)
             spark_seconds = time.perf_counter() - started
         console.print(f"Spark roll-up: {spark_seconds:.1f} s")
+        peaks = f"driver (Python and its JVM) {memory.peak_driver / 2**30:.2f} GiB"
+        if sessions:
+            peaks += f", cluster (Master, Worker and executors) {memory.peak_cluster / 2**30:.2f} GiB"
+        console.print(f"peak resident memory during the roll-up: {peaks}")
 
     if ours != duck:
         console.print("[red]the Spark and DuckDB roll-ups disagree; the timings are void[/red]")

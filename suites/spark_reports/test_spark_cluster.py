@@ -8,155 +8,35 @@ module is done, executors included; every wait has a timeout."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from kconform.harness.catalogue import api_catalogue
-from kconform.harness.ports import free_port
 from kconform.spark_reports.duck import duckdb_rollup
 from kconform.spark_reports.report_cases import copy_cases
 from kconform.spark_reports.runs import RunDirectory, find_runs
+from kconform.spark_reports.standalone import Cluster, ClusterError, cluster_env, standalone_cluster
 from kconform.spark_reports.synth import synthesise
 from kconform.traces import read_traces
 
 pytestmark = pytest.mark.slow
 
-START_TIMEOUT = 120.0  # seconds for the Master to lead and the Worker to register
 JOB_TIMEOUT = 300.0  # seconds for one roll-up on the cluster
-
-
-@dataclass(frozen=True, slots=True)
-class Cluster:
-    url: str
-    master_log: Path
-    worker_log: Path
-    work_dir: Path  # the Worker's: one folder per application, one per executor inside
-
-
-def spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
-
-
-def cluster_env() -> dict[str, str]:
-    """For the daemons and any driver: the same Python on executors, everything on the loopback."""
-    env = dict(os.environ)
-    env.update(
-        SPARK_HOME=str(spark_home()),
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-    )
-    return env
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
-
-
-def wait_for(what: str, ready, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        if process.poll() is not None:
-            pytest.fail(f"{what} exited with {process.returncode} before it was ready:\n{tail(log)}")
-        time.sleep(0.25)
-    pytest.fail(f"{what} was not ready after {START_TIMEOUT:.0f} s:\n{tail(log)}")
-
-
-def accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process group (the daemon's JVM and whatever it started), SIGKILL if it lingers."""
-    if process.poll() is not None:
-        return
-    for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    home = spark_home()
-    spark_class = home / "bin" / "spark-class"
-    assert spark_class.is_file(), f"pyspark has no launcher at {spark_class}"
-    root = tmp_path_factory.mktemp("cluster")
-    port = free_port()
-    url = f"spark://127.0.0.1:{port}"
-    env = cluster_env()
-    # no REST submission server: it would take the fixed port 6066, shared with any other master
-    env["SPARK_MASTER_OPTS"] = "-Dspark.master.rest.enabled=false"
-    cluster = Cluster(url, root / "master.log", root / "worker.log", root / "work")
-    processes: list[subprocess.Popen] = []
-
-    def start(log: Path, *args: str) -> subprocess.Popen:
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                [str(spark_class), *args],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=root,
-                start_new_session=True,  # its own process group, for stop()
-            )
-        processes.append(process)
-        return process
-
+    """A Master and one Worker of 1 core and 1 GiB (``spark_reports/standalone.py``)."""
     try:
-        master = start(
-            cluster.master_log,
-            "org.apache.spark.deploy.master.Master",
-            *("--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"),
-        )
-        wait_for(
-            "the Spark Master",
-            lambda: accepts(port) and "I have been elected leader" in cluster.master_log.read_text(),
-            master,
-            cluster.master_log,
-        )
-        worker = start(
-            cluster.worker_log,
-            "org.apache.spark.deploy.worker.Worker",
-            url,
-            *("--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0"),
-            *("--work-dir", str(cluster.work_dir)),
-        )
-        wait_for(
-            "the Spark Worker",
-            lambda: "Registering worker" in cluster.master_log.read_text(),
-            worker,
-            cluster.worker_log,
-        )
-        yield cluster
-    finally:
-        for process in reversed(processes):
-            stop(process)
+        with standalone_cluster(tmp_path_factory.mktemp("cluster"), cores=1, memory="1g") as cluster:
+            yield cluster
+    except ClusterError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
