@@ -10,6 +10,7 @@ from ._batch_model import BatchHeader, Record, RecordBatch, TimestampType
 from ._exceptions import DecodeError, EncodeError
 from ._legacy_message_sets import encode_legacy, legacy_full, legacy_header
 from ._v2_reader import v2_header, v2_records
+from ._v2_stream import v2_record_chunks
 from ._v2_writer import encode_v2
 from .compression import MAX_DECOMPRESSED_SIZE, Compression
 
@@ -19,6 +20,7 @@ __all__ = [
     "encode_batch",
     "iter_batch_headers",
     "iter_batches",
+    "iter_record_chunks",
     "truncated_tail",
 ]
 
@@ -132,6 +134,24 @@ def decode_batch(
     except DecodeError as exc:
         offset = None if exc.offset is None else exc.offset + pos
         raise DecodeError(exc.message, exc.version, exc.reason, field=exc.field, offset=offset) from None
+
+
+def iter_record_chunks(
+    data, pos: int = 0, *, max_decompressed_size: int = MAX_DECOMPRESSED_SIZE
+) -> Iterator[list[Record]]:
+    """The records of the magic 2 batch starting at ``pos`` (which must be whole; its CRC is not
+    checked), a few thousand at a time, decompressing a piece at a time: for a reader that looks at each
+    record once, so a batch that expands a lot is never held whole, as payload or as records. Gives
+    the records ``decode_batch`` gives, and fails where it fails with a DecodeError of the same field
+    kind: at once for the header, while iterating for the records. Empty lists may come."""
+    size = _extent_or_raise(data, pos)
+    magic = data[pos + MAGIC_OFFSET]
+    if magic < 2:
+        raise batch_error(
+            magic, "record chunks are read from magic 2 batches only", "magic", pos + MAGIC_OFFSET
+        )
+    fields = v2_header(data, pos, pos + size, False)
+    return v2_record_chunks(data, pos, pos + size, fields, max_decompressed_size)
 
 
 # --- decoding one batch ----------------------------------------------------------------------------

@@ -4,6 +4,8 @@ Reading takes the ``records`` bytes of a Fetch or Produce partition and walks it
 ``iter_batch_headers`` only parses and checks each batch header (cheap, for brokers), ``iter_batches``
 decodes the records too. Both stop quietly before a partial trailing batch, as Kafka's own readers do
 (a fetch response may end in one); ``truncated_tail`` says how many bytes that tail holds.
+``iter_record_chunks`` reads one magic 2 batch's records a few thousand at a time, decompressing a piece
+at a time, for readers that keep none (a broker validating a produced batch).
 
 Any bad input raises ``DecodeError`` (message ``"RecordBatch"`` or ``"LegacyMessageSet"``, version =
 magic); no other exception escapes decoding, and every loop and allocation is bounded by the input size
@@ -28,6 +30,7 @@ from ._batches import (
     encode_batch,
     iter_batch_headers,
     iter_batches,
+    iter_record_chunks,
     truncated_tail,
 )
 from ._broker_batches import (
@@ -68,6 +71,7 @@ __all__ = [
     "iter_batch_extents",
     "iter_batch_headers",
     "iter_batches",
+    "iter_record_chunks",
     "patch_batch_header",
     "seal_v2_batch",
     "set_batch_max_timestamp",

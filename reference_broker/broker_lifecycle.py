@@ -1,5 +1,5 @@
 """A broker's standing with the controller (Kafka's ``BrokerLifecycleManager``): it registers (a new
-incarnation id per process start, its listener, rack and the epoch it had if it last shut down
+incarnation id per process start, its listeners, rack and the epoch it had if it last shut down
 cleanly), then heartbeats every ``broker.heartbeat.interval.ms`` with the offset of the metadata it
 has applied. It asks to stay fenced until it is ready to serve; the controller unfences it once its
 metadata has caught up. A heartbeat answered STALE_BROKER_EPOCH (the controller forgot it) registers
@@ -26,7 +26,6 @@ __all__ = ["BrokerLifecycle", "RegistrationFailed"]
 log = logging.getLogger(__name__)
 BROKER_REGISTRATION, BROKER_HEARTBEAT = 62, 63
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-_PLAINTEXT = 0  # SecurityProtocol.PLAINTEXT id
 _RETRY_S = 0.1
 
 
@@ -42,8 +41,7 @@ class BrokerLifecycle:
         cluster_id: str,
         data_dir: Path,
         rack: str | None,
-        listener_name: str,
-        advertised: Callable[[], tuple[str, int]],
+        listeners: Callable[[], list[tuple[str, str, int, int]]],
         metadata_offset: Callable[[], int],
         send,
         heartbeat_interval_s: float,
@@ -53,8 +51,7 @@ class BrokerLifecycle:
         self._cluster_id = cluster_id
         self._clean_shutdown_file = Path(data_dir) / CLEAN_SHUTDOWN_FILE
         self._rack = rack
-        self._listener_name = listener_name
-        self._advertised = advertised
+        self._listeners = listeners  # (name, host, port, security protocol id) of each advertised listener
         self._metadata_offset = metadata_offset
         self._send = send
         self._interval_s = heartbeat_interval_s
@@ -96,15 +93,15 @@ class BrokerLifecycle:
         end = loop.time() + deadline_s
         last = "no answer"
         while loop.time() < end:
-            host, port = self._advertised()
             request = BrokerRegistrationRequest(
                 broker_id=self.node_id,
                 cluster_id=self._cluster_id,
                 incarnation_id=self.incarnation_id,
                 listeners=[
                     BrokerRegistrationRequest.Listener(
-                        name=self._listener_name, host=host, port=port, security_protocol=_PLAINTEXT
+                        name=name, host=host, port=port, security_protocol=kind
                     )
+                    for name, host, port, kind in self._listeners()
                 ],
                 features=[],
                 rack=self._rack,

@@ -41,7 +41,11 @@ def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
     required=True,
     help="where the partition logs and metadata live (log.dirs)",
 )
-@click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to accept clients on")
+@click.option(
+    "--listen",
+    help="HOST:PORT to accept clients on (default 127.0.0.1:9092; with the listeners property, where its "
+    "first listener binds)",
+)
 @click.option("--node-id", type=int, default=1, show_default=True, help="node.id")
 @click.option(
     "--config",
@@ -72,7 +76,7 @@ def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
 @click.argument("overrides", nargs=-1)
 def broker(
     data_dir: Path,
-    listen: str,
+    listen: str | None,
     node_id: int,
     config_file: Path | None,
     advertise: str | None,
@@ -90,7 +94,7 @@ def broker(
         release = kafka_release(kafka_version) if kafka_version else newest_covered_release()
     except UnknownRelease as exc:
         raise click.BadParameter(str(exc), param_hint="--kafka-version") from None
-    from .config import ConfigError
+    from .config import ConfigError, UnsupportedConfigError
     from .node import BrokerNode
     from .planted import PlantedBugError, check_environment
 
@@ -100,13 +104,19 @@ def broker(
         raise click.ClickException(str(exc)) from None
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .log_dedupe import install as dedupe_repeated_logs
+
+    dedupe_repeated_logs()  # e.g. asyncio's accept loop out of file descriptors: once, then a count
     if planted:
         log = logging.getLogger("kconform.broker")
         log.warning("planted bugs active (test only): %s", ", ".join(sorted(planted)))
-    host, port = _parse_listen(listen)
+    host, port = _parse_listen(listen) if listen else (None, None)
     props = parse_overrides(overrides)
     props.setdefault("node.id", str(node_id))
     props["log.dirs"] = str(data_dir)
+    _check_data_dir(data_dir, props["node.id"])
+    if host is None and "listeners" not in props and not _file_sets(config_file, "listeners"):
+        host, port = "127.0.0.1", 9092
     if controller:
         _parse_listen(controller)
         props["controller.quorum.bootstrap.servers"] = controller
@@ -122,11 +132,34 @@ def broker(
             node = BrokerNode.from_config_file(
                 config_file, props, advertised=advertised, kafka_release=release
             )
+    except UnsupportedConfigError as exc:  # settings it does not implement: one line, exit 2
+        from .cli_errors import UsageExit
+
+        raise UsageExit(str(exc)) from None
     except ConfigError as exc:
         raise click.ClickException(f"{exc} (fix the property and start again)") from None
     except (ValueError, RuntimeError) as exc:
         raise click.ClickException(f"{exc}") from None
     asyncio.run(_run(node, host, port))
+
+
+def _check_data_dir(data_dir: Path, node_id: str) -> None:
+    """Before anything starts: a data directory this node cannot use is one line and exit 2."""
+    from .cli_errors import UsageExit
+    from .data_dir_checks import DataDirProblem, check_data_dir
+
+    if not node_id.strip().lstrip("-").isdigit():
+        return  # the configuration's own check names the property
+    try:
+        check_data_dir(data_dir, int(node_id))
+    except DataDirProblem as exc:
+        raise UsageExit(str(exc)) from None
+
+
+def _file_sets(config_file: Path | None, name: str) -> bool:
+    from .config import load_properties
+
+    return config_file is not None and name in load_properties(config_file)
 
 
 def main() -> None:
@@ -175,6 +208,9 @@ async def _run(node, host: str, port: int) -> None:
     except RuntimeError as exc:  # e.g. no controller to register with
         await node.stop()
         raise click.ClickException(str(exc)) from None
+    for listener in getattr(getattr(node, "listeners", None), "bound", ()):  # before the line waited for
+        what = f"{listener.name} ({listener.security_protocol})"
+        print(f"kconform {role} {node.node_id} listener {what} on {listener.host}:{listener.port}")
     print(f"kconform {role} {node.node_id} listening on {bound_host}:{bound_port}", flush=True)
     watch = asyncio.ensure_future(_stop_when_orphaned(stop))
     try:

@@ -22,6 +22,7 @@ from kconform.codecs.releases import KafkaRelease
 
 from .handlers import registered_handlers
 from .handlers.api_versions import unsupported_version_response
+from .security.principals import ANONYMOUS, KafkaPrincipal
 
 __all__ = ["Dispatcher", "RequestContext", "CloseConnection", "whole_frame"]
 
@@ -43,6 +44,8 @@ class RequestContext:
     peer: str
     connection_id: int
     frame: bytes | memoryview = b""  # the whole request, header included (what a broker forwards)
+    listener: str = "PLAINTEXT"  # the listener the request came in on (Metadata answers with its endpoints)
+    principal: KafkaPrincipal = ANONYMOUS
 
 
 class Dispatcher:
@@ -68,7 +71,7 @@ class Dispatcher:
         versions = self._served.get(api_key)
         return versions is not None and versions[0] <= version <= versions[1]
 
-    async def handle(self, frame: bytes, *, peer: str, connection_id: int):
+    async def handle(self, frame: bytes, *, peer: str, connection_id: int, connection=None):
         """The response frame (without size prefix) as ``(buffer, splices, size)`` (see
         ``encode_response_spliced``), or None when no response is due; raises CloseConnection when the
         connection must be closed."""
@@ -104,6 +107,8 @@ class Dispatcher:
         ctx = RequestContext(
             header, api_key, version, header.correlation_id, header.client_id, peer, connection_id, frame
         )
+        if connection is not None:  # a client connection (None: in-process and forwarded requests)
+            ctx.listener, ctx.principal = connection.listener, connection.principal
         log.debug("%s v%s from %s (connection %d)", schema.name, version, peer, connection_id)
         try:
             response = await handler.fn(self.broker, ctx, request)

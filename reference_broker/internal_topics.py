@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from kconform.codecs import DecodeError
+from kconform.codecs.errors import Errors
 from kconform.codecs.records import Record, encode_batch, iter_batches
 
 from .clock import Clock
+from .java_hash_map import string_hash
+from .storage import StorageError
 
 if TYPE_CHECKING:  # the partition imports nothing of this module; only the type is named here
     from .partition import Partition, TopicLookup
@@ -24,6 +27,7 @@ if TYPE_CHECKING:  # the partition imports nothing of this module; only the type
 __all__ = [
     "CONSUMER_OFFSETS",
     "TRANSACTION_STATE",
+    "CoordinatorLogUnavailable",
     "CorruptInternalTopic",
     "InternalTopic",
     "InternalTopicHost",
@@ -35,6 +39,7 @@ __all__ = [
 CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
 _READ_CHUNK = 4 * 1024 * 1024
+_REOPEN_INTERVAL_MS = 1000  # how often a coordinator request tries again to create a failed local log
 
 # name -> (partition count, segment size, replication factor settings)
 _SETTINGS = {
@@ -52,11 +57,8 @@ _SETTINGS = {
 
 
 def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    """Java's ``String.hashCode`` as a signed 32-bit int."""
+    h = string_hash(text)
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -100,6 +102,26 @@ class InternalTopicHost(Protocol):
 
     def partition(self, topic_name: str, index: int) -> Partition | None: ...
 
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def replication(self) -> ReplicaOpener: ...
+
+
+class ReplicaOpener(Protocol):
+    """Opens this node's replica of one partition and follows its registration (the replica manager):
+    how a partition whose log could not be created (a full disk) is tried again."""
+
+    def apply_partition(self, topic: object, info: object) -> None: ...
+
+
+class CoordinatorLogUnavailable(Exception):
+    """A coordinator write found no local log to write to (it could not be created: a full disk) or the
+    disk refused it. It carries no error code, so the coordinator rules answer the failed write with
+    their retriable NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE (Kafka's ``GroupCoordinatorService``
+    turns a ``KafkaStorageException`` into NOT_COORDINATOR), never an AttributeError."""
+
 
 class InternalTopic:
     """One internal topic of a broker node."""
@@ -113,14 +135,20 @@ class InternalTopic:
         self.partition_count = int(host.config[count_key])
         self._segment_bytes = str(int(host.config[segment_key]))
         self._factor_key = factor_key
+        self._next_reopen_ms = 0
 
     @property
     def exists(self) -> bool:
         return self._host.topics.get(self.name) is not None
 
     def ensure(self) -> None:
-        """Create the topic if it does not exist: ``partition_count`` partitions, compacted."""
-        if self.exists:
+        """Create the topic if it does not exist: ``partition_count`` partitions, compacted. If it
+        exists but a replica of this node has no log (its creation failed, e.g. on a full disk), try
+        to open it again, at most once a second: once the disk has room the coordinator loads without
+        a restart."""
+        topic = self._host.topics.get(self.name)
+        if topic is not None:
+            self._reopen_missing(topic)
             return
         configs = {"cleanup.policy": "compact", "segment.bytes": self._segment_bytes}
         if self.name == CONSUMER_OFFSETS:
@@ -132,6 +160,20 @@ class InternalTopic:
         registered = len(getattr(self._host.topics, "brokers", {})) or 1
         factor = min(int(self._host.config[self._factor_key]), registered)
         self._host.create_topic(self.name, self._host.assign_replicas(self.partition_count, factor), configs)
+
+    def _reopen_missing(self, topic) -> None:
+        node_id = self._host.node_id
+        missing = [
+            info
+            for info in topic.partitions
+            if node_id in info.replicas and self._host.partition(self.name, info.index) is None
+        ]
+        now = self._host.clock.now_ms()
+        if not missing or now < self._next_reopen_ms:
+            return
+        self._next_reopen_ms = now + _REOPEN_INTERVAL_MS
+        for info in missing:  # the replica manager logs and leaves offline what still fails
+            self._host.replication.apply_partition(topic, info)
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.partition_count)
@@ -150,6 +192,8 @@ class InternalTopic:
         by a marker written through ``Partition.append_control_marker``."""
         self.ensure()
         target = self._host.partition(self.name, partition)
+        if target is None:
+            raise CoordinatorLogUnavailable(f"{self.name}-{partition} has no log on this broker")
         now = self._host.clock.now_ms()
         batch = encode_batch(
             [Record(offset=i, timestamp=now, key=k, value=v) for i, (k, v) in enumerate(records)],
@@ -158,7 +202,12 @@ class InternalTopic:
             base_sequence=-1,
             is_transactional=transactional,
         )
-        return target.append_internal(batch)
+        try:
+            return target.append_internal(batch)
+        except StorageError as exc:
+            if exc.error_code != Errors.KAFKA_STORAGE_ERROR:
+                raise
+            raise CoordinatorLogUnavailable(str(exc)) from exc
 
     def committed(self, partition: int, end_offset: int) -> bool:
         target = self._host.partition(self.name, partition)
@@ -167,8 +216,6 @@ class InternalTopic:
     async def wait_committed(self, partition: int, end_offset: int, timeout_s: float) -> int:
         """NONE once the high watermark passes ``end_offset`` (a coordinator's write is durable);
         NOT_LEADER_OR_FOLLOWER if this broker stops leading, REQUEST_TIMED_OUT after ``timeout_s``."""
-        from kconform.codecs.errors import Errors
-
         target = self._host.partition(self.name, partition)
         if target is None:
             return Errors.NOT_LEADER_OR_FOLLOWER

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .config import load_properties
 
-__all__ = ["MetaPropertiesMismatch", "new_cluster_id", "read_cluster_id", "load_or_create"]
+__all__ = ["MetaPropertiesMismatch", "check_owner", "new_cluster_id", "read_cluster_id", "load_or_create"]
 
 
 class MetaPropertiesMismatch(RuntimeError):
@@ -27,17 +27,32 @@ def read_cluster_id(data_dir: Path) -> str | None:
     return load_properties(path).get("cluster.id") if path.exists() else None
 
 
+def check_owner(data_dir: Path, node_id: int) -> dict[str, str] | None:
+    """The directory's ``meta.properties`` (None if there is none yet), checked to be readable and
+    this node's (Kafka's ``MetaPropertiesEnsemble.verify``: a node id that differs is fatal)."""
+    path = Path(data_dir) / "meta.properties"
+    if not path.exists():
+        return None
+    try:
+        props = load_properties(path)
+    except (OSError, ValueError) as exc:
+        raise MetaPropertiesMismatch(f"cannot read {path}: {exc}") from None
+    if "cluster.id" not in props:
+        raise MetaPropertiesMismatch(f"{path} has no cluster.id: restore it or use another data directory")
+    owner = props.get("node.id")
+    if owner is not None and (not owner.strip().lstrip("-").isdigit() or int(owner) != node_id):
+        raise MetaPropertiesMismatch(
+            f"{path} belongs to node {owner}, not {node_id}: use that node id or another data directory"
+        )
+    return props
+
+
 def load_or_create(data_dir: Path, node_id: int, cluster_id: str | None = None) -> str:
     """The directory's cluster id, writing ``meta.properties`` first if there is none (with
     ``cluster_id`` when given, a new one otherwise)."""
     path = Path(data_dir) / "meta.properties"
-    if path.exists():
-        props = load_properties(path)
-        if "node.id" in props and int(props["node.id"]) != node_id:
-            raise MetaPropertiesMismatch(
-                f"{path} belongs to node {props['node.id']}, not {node_id}: use that node id or "
-                "another data directory"
-            )
+    props = check_owner(data_dir, node_id)
+    if props is not None:
         if cluster_id is not None and props.get("cluster.id") != cluster_id:
             raise MetaPropertiesMismatch(
                 f"{path} belongs to cluster {props.get('cluster.id')}, not {cluster_id}: use another data "

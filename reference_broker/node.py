@@ -34,7 +34,7 @@ from .cluster_metadata import (
     MetadataLog,
     TopicInfo,
 )
-from .config import BrokerConfig, peer_addresses
+from .config import BrokerConfig, check_supported, peer_addresses
 from .controller.node import ControllerNode
 from .dispatch import Dispatcher
 from .fetch_sessions import FetchSessionCache
@@ -45,6 +45,7 @@ from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
 from .legacy_topics import import_legacy_topics
 from .meta_properties import load_or_create, read_cluster_id
 from .metadata_follower import MetadataFollower, discover_cluster_id
+from .node_listeners import NodeListeners, checked_listener_setup, connection_limits
 from .node_settings import NodeSettings
 from .partition import Partition
 from .planted import install as install_planted_bugs
@@ -59,7 +60,6 @@ __all__ = ["BrokerNode", "controller_address"]
 
 log = logging.getLogger(__name__)
 _TICK_S = 1.0
-LISTENER = "PLAINTEXT"
 ALLOCATE_PRODUCER_IDS = 67
 _REGISTRATION_TIMEOUT_S = 60.0  # initial.broker.registration.timeout.ms
 
@@ -77,7 +77,7 @@ def controller_address(config: BrokerConfig) -> tuple[str, int] | None:
     return None
 
 
-class BrokerNode(NodeSettings):
+class BrokerNode(NodeSettings, NodeListeners):
     def __init__(
         self,
         config: BrokerConfig,
@@ -86,12 +86,14 @@ class BrokerNode(NodeSettings):
         advertised: tuple[str, int] | None = None,
         kafka_release: KafkaRelease | None = None,
     ):
+        check_supported(config)  # a setting it does not implement stops it here, before any side effect
         install_planted_bugs()  # test only: KCONFORM_PLANTED_BUGS (planted.py); nothing when unset
         self.config = config
         # the Apache Kafka release this node answers as (ApiVersions and the versions it serves)
         self.kafka_release = kafka_release or newest_covered_release()
         self.clock = clock or SystemClock()
         self.node_id = int(config["node.id"])
+        self.listeners = checked_listener_setup(config)
         self._peer_addresses = peer_addresses(config["kconform.interbroker.addresses"])  # read-only
         self.data_dir = Path(config.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -117,7 +119,7 @@ class BrokerNode(NodeSettings):
         self.metadata.listeners.append(self._metadata_changed)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.follow_dynamic_config()  # what the metadata on disk holds; the rest follows as it arrives
-        self.replication = ReplicaManager(self, listener_name=LISTENER)
+        self.replication = ReplicaManager(self, listener_name=self.listeners.inter_broker)
         self.producer_ids = ProducerIdBlocks(self._producer_id_block)
         self.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
         self.consumer_offsets = InternalTopic(self, CONSUMER_OFFSETS)
@@ -129,8 +131,10 @@ class BrokerNode(NodeSettings):
             self.dispatcher,
             max_request_bytes=int(config["socket.request.max.bytes"]),
             idle_timeout_s=int(config["connections.max.idle.ms"]) / 1000,
+            limits=connection_limits(config, self.listeners),
         )
         self._advertised = advertised
+        self.prepare_listener_security()
         self._bound: tuple[str, int] | None = None
         self._background: list[asyncio.Task] = []
         self.lifecycle: BrokerLifecycle | None = None
@@ -142,6 +146,7 @@ class BrokerNode(NodeSettings):
         props = dict(overrides)
         props.setdefault("process.roles", "broker,controller")
         config = BrokerConfig.from_sources(path, props)
+        check_supported(config)  # a refused setting is named once, not also logged as unused
         if config.unknown_keys_message:
             log.warning("%s", config.unknown_keys_message)
         return cls(config, **kwargs)
@@ -153,6 +158,14 @@ class BrokerNode(NodeSettings):
     @property
     def image(self) -> ClusterImage:
         return self.metadata.image
+
+    @property
+    def authorizer(self):
+        """The ``Authorizer`` over the image's ACLs (rebuilt only when they or its settings change), or
+        None when ``authorizer.class.name`` names none."""
+        from .acl_authorizer import authorizer_for
+
+        return authorizer_for(self.config, self.image.acl_entries)
 
     @property
     def broker_epoch(self) -> int:
@@ -193,13 +206,14 @@ class BrokerNode(NodeSettings):
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen, register with the controller, catch up with the metadata, take up every replica,
+    async def start(self, host: str | None = None, port: int | None = None) -> tuple[str, int]:
+        """Listen (``host``/``port`` place the first listener; else ``listeners`` says where),
+        register with the controller, catch up with the metadata, take up every replica,
         load the coordinators and wait to be unfenced; returns the bound address."""
         request_timeout_s = int(self.config["request.timeout.ms"]) / 1000
         if self.controller_node is not None:
             await self.controller_node.start()
-        self._bound = await self.server.start(host, port)
+        self._bound = await self.bind_listeners(host, port)
         if self.cluster_id is None:
             self.cluster_id = await discover_cluster_id(self._controller_channel, _REGISTRATION_TIMEOUT_S)
             load_or_create(self.data_dir, self.node_id, self.cluster_id)
@@ -210,8 +224,7 @@ class BrokerNode(NodeSettings):
             cluster_id=self.cluster_id,
             data_dir=self.data_dir,
             rack=self.config["broker.rack"],
-            listener_name=LISTENER,
-            advertised=lambda: self.advertised_address,
+            listeners=self.registered_listeners,
             metadata_offset=lambda: self.image.offset,
             send=self.send_to_controller,
             heartbeat_interval_s=int(self.config["broker.heartbeat.interval.ms"]) / 1000,
@@ -292,10 +305,9 @@ class BrokerNode(NodeSettings):
 
     @property
     def advertised_address(self) -> tuple[str, int]:
-        if self._advertised:
-            return self._advertised
-        host, port = self._bound
-        return ("localhost" if host in ("0.0.0.0", "::") else host), port
+        """Where clients reach this node on its first advertised listener."""
+        _name, host, port, _protocol = self.registered_listeners()[0]
+        return host, port
 
     # ---- replicas (the replica manager's host) ----------------------------------------------------
 
@@ -448,23 +460,6 @@ class BrokerNode(NodeSettings):
         # first); a known topic without that partition is UNKNOWN_TOPIC_OR_PARTITION either way.
         return Errors.UNKNOWN_TOPIC_ID if by_id and topic is None else Errors.UNKNOWN_TOPIC_OR_PARTITION
 
-    def alive_brokers(self) -> list[tuple[int, str, int, str | None]]:
-        """(id, host, port, rack) of every unfenced broker with this node's listener
-        (``KRaftMetadataCache.getAliveBrokerNodes``)."""
-        out = []
-        for broker in self.image.unfenced_brokers():
-            endpoint = broker.endpoint(LISTENER)
-            if endpoint is not None:
-                out.append((broker.broker_id, endpoint.host, endpoint.port, broker.rack))
-        return out
-
-    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
-        """A registered broker's address on this node's listener (fenced or not, as Kafka's
-        ``getAliveEndpoint`` looks it up)."""
-        broker = self.image.brokers.get(broker_id)
-        endpoint = None if broker is None else broker.endpoint(LISTENER)
-        return None if endpoint is None else (endpoint.host, endpoint.port)
-
     def peer_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where this broker dials a peer: ``kconform.interbroker.addresses`` when it names the peer
         (a proxy per link in a chaos run), else the peer's registered endpoint."""
@@ -472,7 +467,8 @@ class BrokerNode(NodeSettings):
         if given is not None:
             return given
         broker = self.image.brokers.get(broker_id)
-        endpoint = None if broker is None else broker.endpoint(LISTENER) or broker.endpoint()
+        endpoint = None if broker is None else broker.endpoint(self.inter_broker_listener)
+        endpoint = endpoint or (None if broker is None else broker.endpoint())
         return None if endpoint is None else (endpoint.host, endpoint.port)
 
     def random_alive_broker_id(self) -> int:

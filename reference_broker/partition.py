@@ -321,7 +321,7 @@ class Partition:
     ) -> AppendResult:
         """Validate and append one partition's produced records (framed once by the handler, or bytes);
         the validated batch's header goes to the log with it, so the log does not parse it again."""
-        from .storage import AppendOrigin, InvalidAppend, ProducerStateError
+        from .storage import AppendOrigin, InvalidAppend, LogWriteFailed, ProducerStateError
         from .validation import RecordsRejected, validate_produce_records
 
         self.check_leader()
@@ -353,7 +353,7 @@ class Partition:
                 origin=AppendOrigin.CLIENT,
                 headers=[batch.header for batch in validated.batches],
             )
-        except ProducerStateError as exc:
+        except (ProducerStateError, LogWriteFailed) as exc:  # LogWriteFailed: KAFKA_STORAGE_ERROR
             raise PartitionError(exc.error_code, str(exc)) from None
         except InvalidAppend as exc:
             raise PartitionError(Errors.CORRUPT_MESSAGE, str(exc)) from None
@@ -391,7 +391,7 @@ class Partition:
         LSO may move past the transaction now."""
         from kconform.codecs.records import encode_end_txn_marker_batch
 
-        from .storage import AppendOrigin, ProducerStateError
+        from .storage import AppendOrigin, LogWriteFailed, ProducerStateError
 
         self.check_leader()
         batch = encode_end_txn_marker_batch(
@@ -409,7 +409,7 @@ class Partition:
                 origin=AppendOrigin.COORDINATOR,
                 transaction_version=transaction_version,
             )
-        except ProducerStateError as exc:
+        except (ProducerStateError, LogWriteFailed) as exc:
             raise PartitionError(exc.error_code, str(exc)) from None
         self._advance_high_watermark()
         self.log.flush_if_due()

@@ -16,6 +16,7 @@ from pathlib import Path
 __all__ = ["BrokerProcess", "start_broker_process"]
 
 _LISTENING = re.compile(r"kconform (?:broker|controller) (\d+) listening on (\S+):(\d+)")
+_LISTENER = re.compile(r"kconform (?:broker|controller) \d+ listener (\S+) \((\S+)\) on (\S+):(\d+)")
 
 
 @dataclass
@@ -26,10 +27,15 @@ class BrokerProcess:
     port: int
     process: subprocess.Popen
     output: list[str] = field(default_factory=list)
+    listeners: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> bound HOST, PORT
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def bootstrap_of(self, listener: str) -> str:
+        host, port = self.listeners[listener.upper()]
+        return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::') else host}:{port}"
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -81,13 +87,13 @@ def start_broker_process(
         "kconform.reference_broker",
         "--data-dir",
         str(data_dir),
-        "--listen",
-        f"{host}:{port}",
         "--node-id",
         str(node_id),
         "--log-level",
         os.environ.get("KCONFORM_BROKER_LOG_LEVEL", "WARNING"),
     ]
+    if "listeners" not in (overrides or {}):  # else the listeners property says where to bind
+        args += ["--listen", f"{host}:{port}"]
     if advertise:
         args += ["--advertise", advertise]
     if kafka_version:
@@ -99,11 +105,15 @@ def start_broker_process(
     )
     output: list[str] = []
     found: dict = {}
+    listeners: dict[str, tuple[str, int]] = {}
     ready = threading.Event()
 
     def pump() -> None:  # keep reading so the broker never blocks on a full pipe
         for line in process.stdout:
             output.append(line.rstrip("\n"))
+            listener = _LISTENER.search(line)
+            if listener:
+                listeners[listener.group(1)] = (listener.group(3), int(listener.group(4)))
             match = _LISTENING.search(line)
             if match and not ready.is_set():
                 found["host"], found["port"] = match.group(2), int(match.group(3))
@@ -119,4 +129,4 @@ def start_broker_process(
     if "port" not in found:
         process.wait()
         raise RuntimeError(f"broker exited with {process.returncode}:\n" + "\n".join(output[-30:]))
-    return BrokerProcess(node_id, data_dir, found["host"], found["port"], process, output)
+    return BrokerProcess(node_id, data_dir, found["host"], found["port"], process, output, listeners)

@@ -12,12 +12,18 @@ import itertools
 import logging
 import os
 import struct
+import time
+from dataclasses import dataclass
 
 from kconform.codecs import FrameDecoder, FrameTooLarge
 
+from .connection_limits import Admission, ConnectionLimits
 from .dispatch import CloseConnection, Dispatcher
+from .security.authenticator import SaslAuthenticator
+from .security.listener_security import ListenerSecurity
+from .security.principals import ANONYMOUS, KafkaPrincipal, NoMatchingRule, SslPrincipalMapper, subject_dn
 
-__all__ = ["BrokerServer"]
+__all__ = ["BrokerServer", "ListenerSecurity", "Connection"]
 
 log = logging.getLogger(__name__)
 _READ_SIZE = 256 * 1024
@@ -47,19 +53,49 @@ async def _send(writer: asyncio.StreamWriter, buffer: bytearray, splices: list, 
     await writer.drain()
 
 
+@dataclass(slots=True)
+class Connection:
+    """One client connection as the handlers see it: where it came in and who it is."""
+
+    connection_id: int
+    peer: str
+    listener: str
+    protocol: str
+    principal: KafkaPrincipal
+    authenticator: SaslAuthenticator | None = None
+
+
 class BrokerServer:
-    def __init__(self, dispatcher: Dispatcher, *, max_request_bytes: int, idle_timeout_s: float) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        max_request_bytes: int,
+        idle_timeout_s: float,
+        limits: ConnectionLimits | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
+        self.limits = limits or ConnectionLimits()
+        self._slot_freed = asyncio.Condition()
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_s
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self._stopping = False
         self._ids = itertools.count(1)
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
-        sockname = self._server.sockets[0].getsockname()
+    async def start(self, host: str, port: int, security: ListenerSecurity | None = None) -> tuple[str, int]:
+        """Listen on one more endpoint; returns the bound address. A TLS listener completes the
+        handshake before the first frame (a plaintext client there fails the handshake and is dropped)."""
+        security = security or ListenerSecurity()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._serve(reader, writer, security)
+
+        tls = {"ssl": security.ssl_context, "ssl_handshake_timeout": 10} if security.ssl_context else {}
+        server = await asyncio.start_server(serve, host or None, port, reuse_address=True, **tls)
+        self._servers.append(server)
+        sockname = server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
     async def stop(self) -> None:
@@ -67,16 +103,60 @@ class BrokerServer:
         aborting the transports ends every read at once, so no cancellation can be lost in a read
         that completes at the same moment."""
         self._stopping = True
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task, writer in list(self._connections.items()):
             writer.transport.abort()
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _admitted(self, listener: str, ip: str, writer: asyncio.StreamWriter) -> bool:
+        """Count the connection in, waiting while its listener or the broker is full; False (and the
+        connection closed) when its address already has its maximum."""
+        try:
+            async with self._slot_freed:
+                while (admission := self.limits.admit(listener, ip)) is Admission.WAIT and not self._stopping:
+                    await self._slot_freed.wait()
+        except asyncio.CancelledError:  # shutdown while waiting for a slot
+            writer.transport.abort()
+            return False
+        if admission is Admission.REJECT or self._stopping:
+            if admission is Admission.REJECT:
+                log.info("Rejected connection from %s, address already has the configured maximum of %d "
+                         "connections.", ip, self.limits.limit_for(ip))  # fmt: skip
+            writer.transport.abort()
+            return False
+        self.limits.opened(listener, ip)
+        return True
+
+    async def _authenticate(self, connection: Connection, frame, writer: asyncio.StreamWriter) -> bool:
+        """Let the connection's SASL authenticator see a frame first; True when it goes on to the
+        broker. A failure is answered after Kafka's failed-authentication delay, then closed."""
+        authenticator = connection.authenticator
+        outcome = authenticator.receive(bytes(frame), self._now_ms())
+        if outcome.close and outcome.close_delay_ms:
+            await asyncio.sleep(outcome.close_delay_ms / 1000)
+        for reply in outcome.replies:
+            writer.write(_SIZE.pack(len(reply)))
+            writer.write(reply)
+        if outcome.replies:
+            await writer.drain()
+        if authenticator.authenticated:
+            connection.principal = authenticator.principal
+        if outcome.close:
+            log.info("closing connection from %s: %s", connection.peer, outcome.reason)
+            raise CloseConnection
+        return outcome.forward
+
+    def _now_ms(self) -> int:
+        clock = getattr(self.dispatcher.broker, "clock", None)
+        return int(clock.now_ms()) if clock is not None else int(time.time() * 1000)
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, security: ListenerSecurity
+    ) -> None:
         task = asyncio.current_task()
         if self._stopping:
             writer.transport.abort()
@@ -85,7 +165,15 @@ class BrokerServer:
         connection_id = next(self._ids)
         peer = "{}:{}".format(*writer.get_extra_info("peername")[:2])
         decoder = FrameDecoder(max_frame_size=self.max_request_bytes)
+        connection = Connection(connection_id, peer, security.name, security.protocol, ANONYMOUS)
+        ip = str(writer.get_extra_info("peername")[0])
+        if not await self._admitted(security.name, ip, writer):
+            self._connections.pop(task, None)
+            return
         try:
+            connection.principal = _tls_principal(writer, security)
+            if security.new_authenticator is not None:
+                connection.authenticator = security.new_authenticator()
             while not self._stopping:
                 try:
                     data = await asyncio.wait_for(reader.read(_READ_SIZE), self.idle_timeout_s)
@@ -96,12 +184,17 @@ class BrokerServer:
                     return
                 decoder.feed(data)
                 for frame in decoder:
-                    response = await self.dispatcher.handle(frame, peer=peer, connection_id=connection_id)
+                    if connection.authenticator is not None and not await self._authenticate(
+                        connection, frame, writer
+                    ):
+                        continue
+                    response = await self.dispatcher.handle(frame, peer=peer, connection_id=connection_id,
+                                                            connection=connection)  # fmt: skip
                     if response is not None:
                         await _send(writer, *response)
         except FrameTooLarge as exc:
             log.warning("closing connection from %s: %s", peer, exc)
-        except CloseConnection:
+        except (CloseConnection, NoMatchingRule):
             pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -111,9 +204,30 @@ class BrokerServer:
             pass
         finally:
             self._connections.pop(task, None)
+            self.limits.closed(security.name, ip)
+            async with self._slot_freed:
+                self._slot_freed.notify_all()
             writer.close()
             try:
                 await writer.wait_closed()
             except (ConnectionError, OSError):
                 pass
             self.dispatcher.broker.connection_closed(connection_id)
+
+
+def _tls_principal(writer: asyncio.StreamWriter, security: ListenerSecurity) -> KafkaPrincipal:
+    """``User:<mapped subject DN>`` for a TLS client that showed a certificate (on a SASL_SSL listener
+    SASL names the principal instead), else ANONYMOUS; NoMatchingRule closes the connection as Kafka's
+    principal builder failing does."""
+    ssl_object = writer.get_extra_info("ssl_object")
+    if ssl_object is None or security.protocol != "SSL":
+        return ANONYMOUS
+    certificate = ssl_object.getpeercert(binary_form=True)
+    if not certificate:
+        return ANONYMOUS
+    mapper = security.principal_mapper or SslPrincipalMapper(None)
+    try:
+        return KafkaPrincipal("User", mapper.name(subject_dn(certificate)))
+    except NoMatchingRule as exc:
+        log.warning("closing TLS connection: %s", exc)
+        raise

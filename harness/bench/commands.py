@@ -30,6 +30,21 @@ def broker_bench(records: int, as_json: bool) -> None:
     run(records=records, as_json=as_json)
 
 
+@bench.command("bombs")
+@click.option("--bombs", type=click.IntRange(min=1), default=8, show_default=True, help="bombs, pipelined")
+@click.option(
+    "--records", type=click.IntRange(min=1), default=1_300_000, show_default=True, help="records per bomb"
+)
+@click.option("--json", "as_json", is_flag=True, help="one JSON object with every figure")
+def bombs_bench(bombs: int, records: int, as_json: bool) -> None:
+    """Compression bombs against the reference broker: ApiVersions latency on another connection and the
+    broker's memory while they are read (goal: p99 < 100 ms, RSS within 32 MB of the baseline)."""
+    from .bombs_bench import run
+
+    if not run(bombs=bombs, records=records, as_json=as_json):
+        raise SystemExit(1)
+
+
 @bench.command("cluster")
 @click.option("--records", default=200_000, show_default=True, help="records for the throughput runs")
 @click.option("--latency-seconds", default=20.0, show_default=True, help="length of each paced latency run")

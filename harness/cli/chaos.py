@@ -106,6 +106,8 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
     skipped = [s.name for s in chosen if not s.allowed_on(kind)]
     if skipped:
         raise click.BadParameter(f"{', '.join(skipped)} do not run on {kind}", param_hint="--scenario")
+    if toxiproxy_url is not None:
+        _check_toxiproxy(toxiproxy_url)
     out = out or Path("kconform-runs") / time.strftime("chaos-%Y%m%d-%H%M%S")
 
     with Progress(
@@ -132,6 +134,18 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
     console.print(f"run directory: {out} (chaos.json, traces/, replay/)")
     if failed(results):
         raise SystemExit(1)
+
+
+def _check_toxiproxy(url: str) -> None:
+    """A --toxiproxy that does not answer is one ``Error:`` line and exit 2 before any target starts."""
+    from kconform.faults.toxiproxy import open_toxiproxy
+    from kconform.reference_broker.cli_errors import UsageExit
+
+    try:
+        with open_toxiproxy(url):
+            pass
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise UsageExit(str(exc)) from None
 
 
 def failed(results) -> bool:

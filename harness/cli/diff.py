@@ -37,6 +37,19 @@ class TargetProblem(click.ClickException):
     exit_code = 2
 
 
+def _at_least_one(_ctx: click.Context, param: click.Parameter, value: str | int) -> int:
+    """A count of cases: a whole number >= 1, else one ``Error:`` line and exit 2 (no usage block)."""
+    from kconform.reference_broker.cli_errors import UsageExit
+
+    try:
+        count = int(value)
+    except ValueError:
+        raise UsageExit(f"--{param.name} takes a whole number of cases, got {value!r}") from None
+    if count < 1:
+        raise UsageExit(f"--{param.name} must be at least 1, got {count}")
+    return count
+
+
 def _start(stack: ExitStack, spec: str):
     from ..targets.base import TargetError
     from ..targets.registry import make_target
@@ -53,7 +66,7 @@ def _start(stack: ExitStack, spec: str):
 @click.option("--a", "a_spec", default="reference", show_default=True, help="first target")
 @click.option("--b", "b_spec", default="rdkafka-mock", show_default=True, help="second target")
 @click.option(
-    "--examples", default=200, show_default=True, type=click.IntRange(min=1), help="generated cases to run"
+    "--examples", default=200, show_default=True, callback=_at_least_one, help="generated cases to run"
 )
 @click.option("--seed", default=0, show_default=True, help="the same seed draws the same cases")
 @click.option("--apis", default=None, help="only these APIs (names or keys, comma-separated)")

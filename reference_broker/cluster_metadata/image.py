@@ -1,7 +1,8 @@
-"""The cluster as the ``__cluster_metadata`` log describes it (Kafka's ``MetadataImage``): brokers and
-their registrations, topics and their partitions' replicas, ISR, leader and epochs, configs, the next
-producer id block and finalized features. The controller and every broker keep one, built by replaying
-the same records in the same order, so both see the same cluster at the same offset.
+"""The cluster as the ``__cluster_metadata`` log describes it (Kafka's ``MetadataImage``): brokers and their
+registrations, topics and their partitions' replicas, ISR, leader and epochs, configs, the next producer
+id block, finalized features, SCRAM credentials (``scram``) and ACLs (``acls()``). The controller and
+every broker keep one, built by replaying the same records in the same order, so both see the same
+cluster at the same offset.
 
 ``replay`` applies one record and says what it touched, so a broker can act on exactly the partitions
 whose leadership or ISR moved. Partition registrations are immutable values; ``merge`` is Kafka's
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from kconform.codecs.metadata_records import (
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -22,11 +24,18 @@ from kconform.codecs.metadata_records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
+
+from ..security.acls import AclBinding
+from .acls import ClusterAcls, UnknownAcl
+from .scram import ScramCredential, ScramCredentials, UnknownCredential
 
 __all__ = [
     "NO_LEADER",
@@ -181,6 +190,8 @@ class ClusterImage:
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.next_producer_id = 0
         self.features: dict[str, int] = {}
+        self.scram = ScramCredentials()
+        self.acl_entries = ClusterAcls()  # ACL id -> binding (AclsImage)
         self.offset = -1  # of the last record replayed
 
     # ---- reading: the topic registry's interface ----------------------------------------------
@@ -210,6 +221,14 @@ class ClusterImage:
     def broker_configs(self, broker_id: int | None) -> dict[str, str]:
         """A broker's dynamic config layer; None for the cluster-wide default (resource name "")."""
         return self.resource_configs(BROKER_RESOURCE, "" if broker_id is None else str(broker_id))
+
+    def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """The SCRAM credential of ``user`` for a SASL mechanism name ("SCRAM-SHA-256"), or None."""
+        return self.scram.lookup(mechanism, user)
+
+    def acls(self) -> tuple[AclBinding, ...]:
+        """Every ACL binding, in the order their records came."""
+        return self.acl_entries.bindings()
 
     def unfenced_brokers(self) -> list[BrokerInfo]:
         return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
@@ -355,6 +374,28 @@ class ClusterImage:
             self.features[record.name] = record.feature_level
         return ImageChange()
 
+    def _scram_credential(self, record: UserScramCredentialRecord, _offset: int) -> ImageChange:
+        self.scram.upsert(record)
+        return ImageChange()
+
+    def _remove_scram_credential(self, record: RemoveUserScramCredentialRecord, _offset: int) -> ImageChange:
+        try:
+            self.scram.remove(record)
+        except UnknownCredential as exc:  # ScramControlManager.replay throws too
+            raise ImageError(str(exc)) from exc
+        return ImageChange()
+
+    def _acl(self, record: AccessControlEntryRecord, _offset: int) -> ImageChange:
+        self.acl_entries.add(record)
+        return ImageChange()
+
+    def _remove_acl(self, record: RemoveAccessControlEntryRecord, _offset: int) -> ImageChange:
+        try:
+            self.acl_entries.remove(record)
+        except UnknownAcl as exc:  # AclControlManager.replay and AclsDelta.replay throw too
+            raise ImageError(str(exc)) from exc
+        return ImageChange()
+
 
 # BrokerRegistrationFencingChange (FENCE 1, NONE 0, UNFENCE -1) and
 # BrokerRegistrationInControlledShutdownChange (NONE 0, IN_CONTROLLED_SHUTDOWN 1): value -> new flag
@@ -375,4 +416,8 @@ _REPLAYERS = {
     ConfigRecord: ClusterImage._config,
     ProducerIdsRecord: ClusterImage._producer_ids,
     FeatureLevelRecord: ClusterImage._feature,
+    UserScramCredentialRecord: ClusterImage._scram_credential,
+    RemoveUserScramCredentialRecord: ClusterImage._remove_scram_credential,
+    AccessControlEntryRecord: ClusterImage._acl,
+    RemoveAccessControlEntryRecord: ClusterImage._remove_acl,
 }

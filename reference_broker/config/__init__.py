@@ -6,6 +6,10 @@ A broker starts from ``BrokerConfig.from_sources(path, overrides)``; a topic's e
 IncrementalAlterConfigs use ``topic_config_error``, ``create_topics_config_error`` and
 ``apply_incremental`` (``apply_operations`` for any resource type); a node takes the dynamic broker configs
 stored in the metadata log with ``with_persisted_dynamic``. Every refusal carries Kafka's own message.
+
+A node refuses to start with a setting it does not implement (``check_supported``, raising
+``UnsupportedConfigError``); ``_support`` classifies every config as implemented, accepted-and-ignored
+(with the reason) or not implemented.
 """
 
 from ._alter import (
@@ -40,6 +44,15 @@ from ._describe import (
 from ._dynamic import LISTENER_ONLY_CONFIGS, persisted_layer, with_persisted_dynamic
 from ._errors import AdminError, ConfigError
 from ._properties import load_properties, parse_properties
+from ._refusals import (
+    VALUE_CHECKS,
+    Refusal,
+    UnsupportedConfigError,
+    carried_config,
+    check_supported,
+    refused_settings,
+)
+from ._support import IGNORED, IMPLEMENTED, NOT_IMPLEMENTED
 from ._validators import peer_addresses
 from ._values import ConfigType, java_int, parse_value, to_kafka_string
 
@@ -79,4 +92,13 @@ __all__ = [
     "topic_config_error",
     "validate_topic_configs",
     "with_persisted_dynamic",
+    "IGNORED",
+    "IMPLEMENTED",
+    "NOT_IMPLEMENTED",
+    "Refusal",
+    "UnsupportedConfigError",
+    "VALUE_CHECKS",
+    "carried_config",
+    "check_supported",
+    "refused_settings",
 ]

@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from ._definitions import BROKER_CONFIGS, REQUIRED, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, UpdateMode
 from ._errors import ConfigError
+from ._prefixes import carried_config
 from ._properties import load_properties
 from ._values import split_java_list
 
@@ -37,7 +38,7 @@ class BrokerConfig(Mapping[str, object]):
         _check_dynamic(self.dynamic_broker, per_broker=True)
         effective = {**self.static_props, **self.dynamic_default, **self.dynamic_broker}
         self.unknown: Mapping[str, str] = MappingProxyType(
-            {k: v for k, v in effective.items() if k not in BROKER_CONFIGS}
+            {k: v for k, v in effective.items() if carried_config(k) is None}
         )
         self._values = {
             name: _parse(definition, effective.get(name)) for name, definition in BROKER_CONFIGS.items()

@@ -23,6 +23,7 @@ from types import MappingProxyType
 from ._validators import (
     CaseInsensitiveValidString,
     GzipLevel,
+    KnownAuthorizer,
     PeerAddressList,
     ThrottledReplicaList,
     Validator,
@@ -142,7 +143,8 @@ MAX_MESSAGE_BYTES_DEFAULT = 1024 * 1024 + 12  # 1 MiB + Records.LOG_OVERHEAD
 THREADS_NOTE = (
     "accepted and reported; the reference broker is one asyncio process per node and sizes no thread pool"
 )
-TIERED_NOTE = "accepted and reported; the reference broker has no tiered storage"
+TIERED_NOTE = "refused unless at its default (config/_support.py): the reference broker has no tiered storage"
+AUTHORIZER_NOTE = "StandardAuthorizer's own setting, not KafkaConfig's"
 NO_OP_NOTE = "accepted and reported; a no-op in Kafka 4.0 as well"
 PEER_NOTE = (
     "kconform's own test hook, not a Kafka property: where this broker dials each peer broker "
@@ -254,6 +256,7 @@ TOPIC_CONFIG_SYNONYMS: Mapping[str, tuple[Synonym, ...]] = MappingProxyType(
 
 _PROTOCOL_MAP_DEFAULT = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 _GROUP_TYPES = ("consumer", "classic", "share", "unknown")  # Utils.enumOptions(Group.GroupType.class)
 
 BROKER_CONFIGS = _index(
@@ -294,10 +297,42 @@ BROKER_CONFIGS = _index(
         _b("background.threads", N, 10, at_least(1), HIGH, CW, note=THREADS_NOTE),
         _b("num.replica.fetchers", N, 1, None, HIGH, CW, note=THREADS_NOTE),
         _b("num.recovery.threads.per.data.dir", N, 2, at_least(1), HIGH, CW, note=THREADS_NOTE),  # KIP-1030
+        # Security (BrokerSecurityConfigs.CONFIG_DEF, SslConfigs, SaslConfigs, SocketServerConfigs); the
+        # per-broker ones are DynamicListenerConfig.ReconfigurableConfigs.
+        _b("ssl.keystore.location", S, None, None, MEDIUM, PB),
         _b("ssl.keystore.password", P, None, None, MEDIUM, PB),
         _b("ssl.key.password", P, None, None, MEDIUM, PB),
+        _b("ssl.keystore.type", S, "JKS", None, MEDIUM, PB),
+        _b("ssl.keystore.certificate.chain", P, None, None, MEDIUM, PB),
+        _b("ssl.keystore.key", P, None, None, MEDIUM, PB),
+        _b("ssl.truststore.location", S, None, None, MEDIUM, PB),
+        _b("ssl.truststore.password", P, None, None, MEDIUM, PB),
+        _b("ssl.truststore.type", S, "JKS", None, MEDIUM, PB),
+        _b("ssl.truststore.certificates", P, None, None, MEDIUM, PB),
+        _b("ssl.client.auth", S, "none", ValidString(("required", "requested", "none")), MEDIUM, PB),
+        _b("ssl.principal.mapping.rules", S, "DEFAULT", None, LOW),
+        _b("ssl.enabled.protocols", LI, ["TLSv1.2", "TLSv1.3"], None, MEDIUM, PB),
+        _b("ssl.protocol", S, "TLSv1.3", None, MEDIUM, PB),
+        _b("ssl.cipher.suites", LI, [], None, MEDIUM, PB),
+        _b("principal.builder.class", C, _PRINCIPAL_BUILDER, None, MEDIUM, PB),
+        _b("sasl.enabled.mechanisms", LI, ["GSSAPI"], None, MEDIUM, PB),
+        _b("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", None, MEDIUM, PB),
         _b("sasl.jaas.config", P, None, None, MEDIUM, PB),
-        _b("authorizer.class.name", S, "", None, LOW),
+        _b("sasl.server.callback.handler.class", C, None, None, MEDIUM),
+        _b("sasl.server.max.receive.size", N, 524288, None, MEDIUM),
+        _b("sasl.oauthbearer.expected.audience", LI, None, None, LOW),
+        _b("sasl.oauthbearer.expected.issuer", S, None, None, LOW),
+        _b("sasl.oauthbearer.jwks.endpoint.url", S, None, None, MEDIUM),
+        _b("sasl.oauthbearer.scope.claim.name", S, "scope", None, LOW),
+        _b("sasl.oauthbearer.sub.claim.name", S, "sub", None, LOW),
+        _b("sasl.oauthbearer.clock.skew.seconds", N, 30, None, LOW),
+        _b("connections.max.reauth.ms", L, 0, None, MEDIUM),
+        _b("connection.failed.authentication.delay.ms", N, 100, at_least(0), LOW),
+        _b("authorizer.class.name", S, "", KnownAuthorizer(), LOW),
+        # StandardAuthorizer reads these itself; KafkaConfig does not define them, so DescribeConfigs
+        # does not list them (internal), but they are rows so that they are classified.
+        _b("super.users", S, None, None, LOW, internal=True, note=AUTHORIZER_NOTE),
+        _b("allow.everyone.if.no.acl.found", B, False, None, LOW, internal=True, note=AUTHORIZER_NOTE),
         _b("metric.reporters", LI, ["org.apache.kafka.common.metrics.JmxReporter"], None, LOW, CW),
         # Topics and the log (LogConfig.SERVER_CONFIG_DEF, ServerConfigs, CleanerConfig).
         _b("log.dir", S, "/tmp/kafka-logs", None, HIGH),

@@ -18,6 +18,7 @@ __all__ = [
     "between",
     "ValidString",
     "ValidList",
+    "KnownAuthorizer",
     "CaseInsensitiveValidString",
     "GzipLevel",
     "ThrottledReplicaList",
@@ -77,6 +78,21 @@ class ValidString(Validator):
 
     def __str__(self) -> str:
         return "[" + ", ".join(self.values) + "]"
+
+
+@dataclass(frozen=True)
+class KnownAuthorizer(Validator):
+    """``authorizer.class.name``: empty (no authorizer) or Kafka's KRaft ``StandardAuthorizer``, the one
+    authorizer the reference broker has (Kafka fails its start on a class it cannot load)."""
+
+    standard: str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+    def check(self, name: str, value: object) -> None:
+        if value not in ("", self.standard):
+            raise _fail(name, value, f"the reference broker has no authorizer but {self.standard}")
+
+    def __str__(self) -> str:
+        return f"[, {self.standard}]"
 
 
 @dataclass(frozen=True)

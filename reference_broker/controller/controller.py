@@ -1,9 +1,9 @@
-"""The controller: the one writer of ``__cluster_metadata`` (Kafka's ``QuorumController`` with a
-single voter). Every operation decides its records from the current image with the pure rules of this
-package (``brokers``, ``alter_partition``, ``partition_updates``, ``placement``, ``configs``), appends
-them as one batch, and answers from the image they produce; the brokers learn the same records by
-fetching the log. Its own configuration follows the dynamic broker configs of the log (the cluster
-default and its node id), as a broker's does.
+"""The controller: the one writer of ``__cluster_metadata`` (Kafka's ``QuorumController`` with a single
+voter). Every operation decides its records from the current image with the pure rules of this package
+(``brokers``, ``alter_partition``, ``partition_updates``, ``placement``, ``configs``, ``scram``,
+``acls``), appends them as one batch, and answers from the image they produce; the brokers learn the same
+records by fetching the log. Its own configuration follows the dynamic broker configs of the log (the
+cluster default and its node id), as a broker's does.
 
 It keeps, outside the log, only what Kafka's controller keeps in its ``BrokerHeartbeatManager``: when
 each broker last heartbeated, the metadata offset it reported, and the offset its controlled shutdown
@@ -47,11 +47,13 @@ from ..node_settings import NodeSettings
 from ..purgatory import Purgatory
 from . import brokers as broker_rules
 from . import configs as config_rules
+from .acls import create_acls, delete_acls
 from .alter_partition import alter_partition
 from .partition_change import Election
 from .partition_updates import election, unclean_allowed
 from .placement import NotEnoughBrokers
 from .reassignment import reassignment_change
+from .scram import alter_credentials
 
 __all__ = ["Controller", "METADATA_WATCH_KEY", "PRODUCER_ID_BLOCK_SIZE"]
 
@@ -257,6 +259,31 @@ class Controller(NodeSettings):
         if not validate_only:
             self.append(records)
         return errors
+
+    # ---- SCRAM credentials ----------------------------------------------------------------------
+
+    def alter_scram_credentials(self, request) -> list:
+        """AlterUserScramCredentials (``QuorumController.alterUserScramCredentials``): the per-user
+        results; the records of what passed are written as one batch."""
+        records, results = alter_credentials(self.image.scram, request)
+        self.append(records)
+        return results
+
+    # ---- ACLs -----------------------------------------------------------------------------------
+
+    def create_acls(self, bindings: Sequence) -> list:
+        """CreateAcls (``QuorumController.createAcls``): one ``AclOutcome`` per binding; the new
+        bindings' records are written as one batch."""
+        records, outcomes = create_acls(self.image.acl_entries, bindings, uuid.uuid4)
+        self.append(records)
+        return outcomes
+
+    def delete_acls(self, filters: Sequence) -> list:
+        """DeleteAcls (``QuorumController.deleteAcls``): one ``AclOutcome`` per filter, the removals
+        written as one batch."""
+        records, outcomes = delete_acls(self.image.acl_entries, filters)
+        self.append(records)
+        return outcomes
 
     # ---- partitions -----------------------------------------------------------------------------
 

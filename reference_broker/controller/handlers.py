@@ -1,9 +1,10 @@
 """The controller listener's APIs (Kafka's ``ControllerApis``), each a function of a ``ControllerNode``:
 BrokerRegistration, BrokerHeartbeat, AlterPartition, AllocateProducerIds, the metadata log's Fetch,
-Envelope (requests a broker forwards), ElectLeaders, DescribeCluster (KIP-919: the cluster id for a
-broker's first start), ApiVersions, AlterConfigs and IncrementalAlterConfigs (what a broker leaves
-after its own preprocessing), and the topic operations the single node also serves (CreateTopics,
-DeleteTopics, CreatePartitions: the same handler functions).
+Envelope (requests a broker forwards), ElectLeaders, AlterUserScramCredentials, the ACL APIs
+(``acl_apis``), DescribeCluster (KIP-919: the cluster id for a broker's first start), ApiVersions,
+AlterConfigs and IncrementalAlterConfigs (what a broker leaves after its own preprocessing), and the
+topic operations the single node also serves (CreateTopics, DeleteTopics, CreatePartitions: the same
+handler functions).
 
 A broker in the same process (combined mode) calls these same functions without a socket."""
 
@@ -15,6 +16,7 @@ from kconform.codecs.messages import (
     AllocateProducerIdsResponse,
     AlterConfigsResponse,
     AlterPartitionReassignmentsResponse,
+    AlterUserScramCredentialsResponse,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
     DescribeClusterResponse,
@@ -30,6 +32,7 @@ from ..dispatch import CloseConnection, whole_frame
 from ..handlers import Handler, handles
 from ..handlers import api_versions as _api_versions
 from ..handlers import topics as _topics
+from . import acl_apis as _acl_apis
 from .brokers import Refused
 from .configs import not_served
 from .controller import METADATA_WATCH_KEY
@@ -329,3 +332,22 @@ async def incremental_alter_configs(node, ctx, request) -> IncrementalAlterConfi
             for kind, name, code, message in _alter_configs(node, request, incremental=True)
         ]
     )
+
+
+@handles(51, registry=CONTROLLER_HANDLERS)
+async def alter_user_scram_credentials(node, ctx, request) -> AlterUserScramCredentialsResponse:
+    """``ControllerApis.handleAlterUserScramCredentials``: the rules are ``controller.scram``'s."""
+    # Authorization goes here: Kafka requires ALTER on the CLUSTER resource first
+    # (authorizeClusterOperation), refusing the whole request with CLUSTER_AUTHORIZATION_FAILED. This
+    # node has no authorizer yet, so nothing is checked.
+    return AlterUserScramCredentialsResponse(results=node.controller.alter_scram_credentials(request))
+
+
+@handles(29, registry=CONTROLLER_HANDLERS)
+async def describe_acls(node, ctx, request):
+    """``ControllerApis`` serves DescribeAcls from the controller's own image."""
+    return _acl_apis.answer_describe(node.controller.config, node.controller.image, ctx, request)
+
+
+handles(30, registry=CONTROLLER_HANDLERS)(_acl_apis.create_acls)
+handles(31, registry=CONTROLLER_HANDLERS)(_acl_apis.delete_acls)

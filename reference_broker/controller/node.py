@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 
 from ..clock import Clock, SystemClock
-from ..config import BrokerConfig
+from ..config import BrokerConfig, check_supported
 from ..dispatch import Dispatcher, RequestContext
 from ..meta_properties import load_or_create
 from ..planted import install as install_planted_bugs
@@ -36,6 +36,7 @@ class ControllerNode:
         purgatory: Purgatory | None = None,
         cluster_id: str | None = None,
     ) -> None:
+        check_supported(config)  # a setting it does not implement stops it here, before any side effect
         install_planted_bugs()  # test only: KCONFORM_PLANTED_BUGS (planted.py); nothing when unset
         self.config = config
         self.clock = clock or SystemClock()
@@ -63,13 +64,19 @@ class ControllerNode:
     async def start(self, host: str | None = None, port: int = 0) -> tuple[str, int] | None:
         """Start the periodic work and, with a host, the listener; returns the bound address."""
         if host is not None:
+            await self.start_listener(host, port)
+        self._ticker = asyncio.create_task(self._tick())
+        return self._bound
+
+    async def start_listener(self, host: str | None, port: int) -> tuple[str, int]:
+        """Accept requests for the controller at host:port (a PLAINTEXT controller listener)."""
+        if self._server is None:
             self._server = BrokerServer(
                 self.dispatcher,
                 max_request_bytes=int(self.config["socket.request.max.bytes"]),
                 idle_timeout_s=int(self.config["connections.max.idle.ms"]) / 1000,
             )
-            self._bound = await self._server.start(host, port)
-        self._ticker = asyncio.create_task(self._tick())
+        self._bound = await self._server.start(host, port)
         return self._bound
 
     async def stop(self) -> None:

@@ -41,6 +41,9 @@ _MODULES = (
     "kip848_groups",
     "transactions",
     "txn_markers",
+    "sasl",
+    "scram_credentials",
+    "acls",
 )
 
 

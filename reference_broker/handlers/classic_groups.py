@@ -32,7 +32,7 @@ _ALL_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
 # ---- FindCoordinator ------------------------------------------------------------------------------
 
 
-def _coordinator(broker, version: int, key_type: int, key: str) -> tuple[int, int, str, int]:
+def _coordinator(broker, version: int, key_type: int, key: str, listener: str) -> tuple[int, int, str, int]:
     """(error, node id, host, port) for one key."""
     if key_type == SHARE:
         return Errors.INVALID_REQUEST, -1, "", -1  # share groups are not enabled (Kafka 4.0's default)
@@ -42,7 +42,7 @@ def _coordinator(broker, version: int, key_type: int, key: str) -> tuple[int, in
         return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     # KafkaApis.getCoordinator: the leader of the key's partition, if it is an alive broker
     info = broker.topics.get(topic.name).partitions[topic.partition_for(key)]
-    alive = {node_id: (host, port) for node_id, host, port, _rack in broker.alive_brokers()}
+    alive = {node_id: (host, port) for node_id, host, port, _rack in broker.alive_brokers(listener)}
     if info.leader not in alive:
         return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     host, port = alive[info.leader]
@@ -66,13 +66,13 @@ async def find_coordinator(broker, ctx, request) -> FindCoordinatorResponse:
             ]
         )
     if version < 4:
-        error, node_id, host, port = _coordinator(broker, version, key_type, request.key)
+        error, node_id, host, port = _coordinator(broker, version, key_type, request.key, ctx.listener)
         if error != Errors.NONE:
             node_id, host, port = -1, "", -1
         return FindCoordinatorResponse(error_code=error, node_id=node_id, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error, node_id, host, port = _coordinator(broker, version, key_type, key)
+        error, node_id, host, port = _coordinator(broker, version, key_type, key, ctx.listener)
         coordinators.append(
             FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node_id, host=host, port=port, error_code=error

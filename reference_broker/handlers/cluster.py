@@ -47,7 +47,7 @@ async def describe_cluster(broker, ctx, request) -> DescribeClusterResponse:
     include_fenced = ctx.api_version >= 2 and request.include_fenced_brokers
     nodes = []
     for registered in broker.image.brokers.values():
-        endpoint = broker.endpoint_of(registered.broker_id)
+        endpoint = broker.endpoint_of(registered.broker_id, ctx.listener)
         if endpoint is not None:
             nodes.append((registered.broker_id, *endpoint, registered.rack, registered.fenced))
     brokers = [

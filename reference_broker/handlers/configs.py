@@ -54,6 +54,7 @@ from ..config import (
 )
 from ..controller.configs import not_served
 from ..forwarding import ForwardingFailed, ask_controller
+from ..java_hash_map import string_hash
 from ..topic_names import topic_name_error
 from . import handles
 
@@ -96,14 +97,6 @@ def _invalid_request(message: str) -> AdminError:
 # ---- ordering ---------------------------------------------------------------------------------------
 
 
-def _java_string_hash(text: str) -> int:
-    units = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h
-
-
 def _scala_hash_map_order(entries: list[ConfigEntry], *, repeated_puts: bool) -> list[ConfigEntry]:
     """Entries in the iteration order of the Scala 2.13 ``mutable.HashMap`` Kafka builds them in.
 
@@ -116,7 +109,7 @@ def _scala_hash_map_order(entries: list[ConfigEntry], *, repeated_puts: bool) ->
         length *= 2
 
     def position(entry: ConfigEntry) -> tuple[int, int]:
-        h = _java_string_hash(entry.name)
+        h = string_hash(entry.name)
         h ^= h >> 16
         return h & (length - 1), h - (1 << 32) if h >= 1 << 31 else h
 

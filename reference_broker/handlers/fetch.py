@@ -282,7 +282,7 @@ async def fetch(broker, ctx, request) -> FetchResponse:
         error_code=Errors.NONE,
         session_id=session_id,
         responses=_group(version, results),
-        node_endpoints=_point_to_leaders(broker, results) if version >= 16 else [],
+        node_endpoints=_point_to_leaders(broker, results, ctx.listener) if version >= 16 else [],
     )
 
 
@@ -305,13 +305,13 @@ def _down_converted(broker, key, data: PartitionData, magic: int, fetch_offset: 
     return data
 
 
-def _point_to_leaders(broker, results: dict) -> list:
+def _point_to_leaders(broker, results: dict, listener: str) -> list:
     """v16+ (KIP-951): a partition refused for a changed leadership names the current leader and
     epoch, from the local replica or else the metadata, and the response carries that leader's
     endpoint with its rack when it is alive (KafkaApis.handleFetchRequest, getCurrentLeader,
     getAliveBrokerNode): a consumer sent to a follower finds its way back to the leader."""
     endpoints = {}
-    alive = {node_id: (host, port, rack) for node_id, host, port, rack in broker.alive_brokers()}
+    alive = {node_id: (host, port, rack) for node_id, host, port, rack in broker.alive_brokers(listener)}
     for (topic_id, index), data in results.items():
         if data.error_code not in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
             continue

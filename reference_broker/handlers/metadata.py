@@ -28,12 +28,12 @@ _ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _UNSET = -2147483648
 
 
-def _partition_metadata(broker, p) -> MetadataResponse.MetadataResponsePartition:
+def _partition_metadata(broker, p, listener: str | None) -> MetadataResponse.MetadataResponsePartition:
     """``KRaftMetadataCache.getPartitionMetadata``: a leader that is none or unregistered is
     LEADER_NOT_AVAILABLE (leader -1, its epoch still given); replicas and ISR as registered; replicas on
     fenced or unregistered brokers are offline."""
     image = broker.image
-    leader = p.leader if broker.endpoint_of(p.leader) is not None else -1
+    leader = p.leader if broker.endpoint_of(p.leader, listener) is not None else -1
     offline = [r for r in p.replicas if r not in image.brokers or image.brokers[r].fenced]
     return MetadataResponse.MetadataResponsePartition(
         error_code=Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE,
@@ -47,9 +47,9 @@ def _partition_metadata(broker, p) -> MetadataResponse.MetadataResponsePartition
 
 
 def topic_metadata(
-    broker, topic, version: int, include_operations: bool
+    broker, topic, version: int, include_operations: bool, listener: str | None = None
 ) -> MetadataResponse.MetadataResponseTopic:
-    partitions = [_partition_metadata(broker, p) for p in topic.partitions]
+    partitions = [_partition_metadata(broker, p, listener) for p in topic.partitions]
     return MetadataResponse.MetadataResponseTopic(
         error_code=Errors.NONE,
         name=topic.name,
@@ -103,7 +103,7 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
     allow_create = (request.allow_auto_topic_creation if version >= 4 else True) and broker.auto_create_topics
     topics = []
     if wanted is None:
-        topics = [topic_metadata(broker, t, version, include_ops) for t in broker.topics]
+        topics = [topic_metadata(broker, t, version, include_ops, ctx.listener) for t in broker.topics]
     else:
         seen = set()
         for entry in wanted:
@@ -113,14 +113,14 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                 if topic is None:
                     topics.append(_error_topic(None, entry.topic_id, Errors.UNKNOWN_TOPIC_ID))
                 else:
-                    topics.append(topic_metadata(broker, topic, version, include_ops))
+                    topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener))
                 continue
             if name in seen:
                 continue
             seen.add(name)
             topic = broker.topics.get(name)
             if topic is not None:
-                topics.append(topic_metadata(broker, topic, version, include_ops))
+                topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener))
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, None, Errors.INVALID_TOPIC_EXCEPTION))
             elif allow_create and name not in INTERNAL_TOPICS:
@@ -131,7 +131,7 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
     return MetadataResponse(
         brokers=[
             MetadataResponse.MetadataResponseBroker(node_id=node_id, host=host, port=port, rack=rack)
-            for node_id, host, port, rack in broker.alive_brokers()
+            for node_id, host, port, rack in broker.alive_brokers(ctx.listener)
         ],
         cluster_id=broker.cluster_id,
         controller_id=broker.random_alive_broker_id(),

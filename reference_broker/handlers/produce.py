@@ -35,6 +35,7 @@ from ..validation import (
     check_partition_records,
     check_request_records,
     frame_records,
+    scan_compressed_records,
 )
 from . import handles
 
@@ -156,6 +157,10 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             if acks not in (-1, 0, 1):
                 partitions.append(_error(data.index, Errors.INVALID_REQUIRED_ACKS))
                 continue
+            # compressed records are read ahead in time slices, so a compression bomb cannot hold the loop
+            records = await scan_compressed_records(
+                records, max_batch_bytes=partition.validation.max_message_bytes
+            )
             try:
                 appended = partition.append_records(
                     records,

@@ -21,6 +21,7 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.messages import AlterPartitionRequest
 
 from ..cluster_metadata import ClusterImage, ImageChange
+from ..storage import StorageError
 from .fetcher import FetchSettings, ReplicaFetcher
 from .leadership import IsrProposal
 from .read_replica import preferred_read_replica, replica_selector
@@ -164,7 +165,11 @@ class ReplicaManager:
                 self._host.drop_partition(*key)
                 self._host.leadership_changed(topic.name, info.index, None)
             return
-        partition = self._host.open_partition(topic, info.index)
+        try:
+            partition = self._host.open_partition(topic, info.index)
+        except (OSError, StorageError) as exc:  # e.g. a full disk: the replica stays offline, others go on
+            log.warning("%s-%s: cannot open its log, offline here: %s", topic.name, info.index, exc)
+            return
         new_epoch = partition.apply_registration(info)
         if new_epoch:
             self._host.leadership_changed(topic.name, info.index, partition)

@@ -11,6 +11,7 @@ __all__ = [
     "CorruptRecord",
     "InconsistentTopicId",
     "InvalidAppend",
+    "LogWriteFailed",
     "OffsetOutOfRange",
     "RecordBatchTooLarge",
     "StorageError",
@@ -36,6 +37,18 @@ class OffsetOutOfRange(StorageError):
         self.log_end_offset = log_end_offset
         detail = reason or f"the log holds [{log_start_offset}, {log_end_offset})"
         super().__init__(f"offset {offset} is out of range: {detail}")
+
+
+class LogWriteFailed(StorageError):
+    """The disk refused an append (ENOSPC, EIO, EROFS...); the log was cut back to its last whole batch,
+    so nothing of the append is visible. Kafka's ``KafkaStorageException``, answered KAFKA_STORAGE_ERROR
+    (``ReplicaManager.appendToLocalLog``).
+
+    Unlike Kafka, which takes the whole log directory offline (``LogDirFailureChannel``) until the
+    broker restarts, only this append fails: the partition answers KAFKA_STORAGE_ERROR while writes
+    fail and takes appends again once the disk has room."""
+
+    error_code = Errors.KAFKA_STORAGE_ERROR
 
 
 class InvalidAppend(StorageError, ValueError):

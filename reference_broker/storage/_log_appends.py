@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from kconform.codecs.records import BatchHeader
 
 from ._append_framing import assign_leader_offsets, check_follower_offsets, frame_append, max_timestamp_of
-from ._errors import RecordBatchTooLarge
+from ._errors import LogWriteFailed, RecordBatchTooLarge
 from ._leader_epoch import LeaderEpochCache
 from ._local_log import LocalLog
 from ._producer_state import AppendOrigin
@@ -108,10 +108,16 @@ class LogAppends:
         for _, header in framed:
             if header.partition_leader_epoch >= 0:
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset)
-        if self._local.should_roll(len(data), max_timestamp, last_offset, now):
-            self._roll(first_offset)
-        segment = self._local.active
-        self._local.append(data, last_offset, max_timestamp, offset_of_max_timestamp)
+        try:
+            if self._local.should_roll(len(data), max_timestamp, last_offset, now):
+                self._roll(first_offset)
+            segment = self._local.active
+            self._local.append(data, last_offset, max_timestamp, offset_of_max_timestamp)
+        except OSError as exc:  # the log end, high watermark and producer state are as before the append
+            where = f"{self.topic}-{self.partition}"
+            raise LogWriteFailed(
+                f"append to {where} at offset {first_offset} failed: {exc.strerror or exc}"
+            ) from exc
         if self._high_watermark >= self._local.log_end_offset:
             self._high_watermark = self._local.log_end_offset
         self._producers.commit(pending.entries)

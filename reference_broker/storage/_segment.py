@@ -357,19 +357,39 @@ class LogSegment:
             raise ValueError(f"offset {largest_offset} overflows segment {self.base_offset}")
         view = memoryview(data)
         position = physical_position
-        while view:
-            written = os.pwrite(self._fd, view, position)
-            view = view[written:]
-            position += written
+        previous_max = self._max_timestamp_and_offset
+        indexed = False
+        try:
+            while view:
+                written = os.pwrite(self._fd, view, position)
+                view = view[written:]
+                position += written
+            if largest_timestamp > self.max_timestamp_so_far:
+                self._max_timestamp_and_offset = (largest_timestamp, shallow_offset_of_max_timestamp)
+            if self._bytes_since_last_index_entry > self._index_interval_bytes:
+                self.offset_index.append(largest_offset, physical_position)
+                indexed = True
+                self.time_index.maybe_append(*self.max_timestamp_and_offset_so_far)
+        except OSError:
+            # A write that fails midway (ENOSPC after a short write) must leave no torn batch for readers
+            # or the next append: the file, its size and the indexes go back to where this append began
+            # (an index writes its file before it keeps an entry, so a failed one kept nothing).
+            self._cut_back(physical_position)
+            self._max_timestamp_and_offset = previous_max
+            if indexed:
+                self.offset_index.truncate_to(largest_offset)
+            raise
         self._size = position
         self._dirty = True
-        if largest_timestamp > self.max_timestamp_so_far:
-            self._max_timestamp_and_offset = (largest_timestamp, shallow_offset_of_max_timestamp)
-        if self._bytes_since_last_index_entry > self._index_interval_bytes:
-            self.offset_index.append(largest_offset, physical_position)
-            self.time_index.maybe_append(*self.max_timestamp_and_offset_so_far)
+        if indexed:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += len(data)
+
+    def _cut_back(self, size: int) -> None:
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError:
+            pass  # the file keeps a torn tail past ``_size``: reads stop at ``_size``, recovery cuts it
 
     def _truncate_file(self, size: int) -> int:
         truncated = self._size - size

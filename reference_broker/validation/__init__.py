@@ -13,11 +13,15 @@ request, as in Kafka. ``validate_produce_records`` runs both again, so calling i
 Each of the three takes a partition's records as bytes or, parsed once, as ``frame_records`` gives
 them: a handler frames every partition's records as the request comes in and passes the framing on,
 so each batch's header is read once on the way to the log (``AppendedBatch.header`` is what the log
-append is given).
+append is given). A handler on an event loop first awaits ``scan_compressed_records``: it reads
+compressed batches' records ahead a piece at a time, yielding to the loop, so that validation need
+not read them again when they keep the batch as it came (a compression bomb then holds neither the
+loop nor the memory).
 """
 
 from ._framing import FramedBatch, FramedRecords, frame_records
 from ._log import validate_produce_records
+from ._paced import scan_compressed_records
 from ._request import check_partition_records, check_request_records
 from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, RejectionScope, ValidatedAppend
 
@@ -32,5 +36,6 @@ __all__ = [
     "check_partition_records",
     "check_request_records",
     "frame_records",
+    "scan_compressed_records",
     "validate_produce_records",
 ]

@@ -22,6 +22,8 @@ from kconform.codecs.records import (
     iter_batch_extents,
 )
 
+from ._types import RecordsScan
+
 __all__ = ["FramedBatch", "FramedRecords", "frame_records", "framed", "patched_header"]
 
 # DefaultRecordBatch: the CRC and the attributes it covers, which set_batch_max_timestamp may rewrite
@@ -34,11 +36,13 @@ _V2_ATTRIBUTES_OFFSET = 21
 @dataclass(frozen=True, slots=True)
 class FramedBatch:
     """One whole batch: its extent in the records and its header as read with the CRC checked, or the
-    ``DecodeError`` that reading it raised (exactly one of ``header`` and ``header_error`` is set)."""
+    ``DecodeError`` that reading it raised (exactly one of ``header`` and ``header_error`` is set);
+    ``records_scan``, its records read ahead when a driver did (``scan_compressed_records``)."""
 
     extent: BatchExtent
     header: BatchHeader | None
     header_error: DecodeError | None
+    records_scan: RecordsScan | None = None
 
 
 @dataclass(frozen=True, slots=True)

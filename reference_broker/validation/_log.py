@@ -44,7 +44,7 @@ from ._records import (
     raise_record_errors,
 )
 from ._request import check_partition_records, check_request_records
-from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, ValidatedAppend
+from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, RecordsScan, ValidatedAppend
 
 __all__ = ["validate_produce_records"]
 
@@ -102,6 +102,7 @@ class _Batch:
     header: BatchHeader | None
     count_error: str | None = None
     records_error: RecordsRejected | None = None
+    scan: RecordsScan | None = None  # its records, read ahead
 
     @property
     def magic(self) -> int:
@@ -198,7 +199,7 @@ class _LeaderAppend:
             )
         if framed_batch.header_error is not None:
             return self._header_failure(extent, framed_batch.header_error)
-        return _Batch(extent, framed_batch.header)
+        return _Batch(extent, framed_batch.header, scan=framed_batch.records_scan)
 
     def _corrupt(self, why: str) -> RecordsRejected:
         return RecordsRejected(
@@ -276,21 +277,45 @@ class _LeaderAppend:
         if batch.records_error is not None:
             raise batch.records_error
         legacy = batch.magic < 2
+        if batch.scan is not None and batch.scan.failure is not None:
+            raise self._records_failure(batch.scan.failure, legacy)
         try:
             decoded = decode_batch(self.data, batch.extent.position, verify_crc=legacy)
         except DecodeError as exc:
-            field = exc.field or ""
-            if legacy and (field.endswith("crc") or field.endswith("message_size")):
-                raise self._corrupt(exc.reason) from None
-            if not legacy and field == "records":  # the codec's stream is bad: KafkaException
-                raise _crash(f"Failed to decompress record stream: {exc.reason}") from None
-            raise _invalid(f"Found invalid record structure: {exc.reason}") from None
+            raise self._records_failure(exc, legacy) from None
         records = decoded.records
         if not legacy:  # base timestamp + delta wraps in Java's long arithmetic
             for record in records:
                 if not -(2**63) <= record.timestamp < 2**63:
                     record.timestamp = java_long(record.timestamp)
         return records
+
+    def _records_failure(self, exc: DecodeError, legacy: bool) -> RecordsRejected:
+        field = exc.field or ""
+        if legacy and (field.endswith("crc") or field.endswith("message_size")):
+            return self._corrupt(exc.reason)
+        if not legacy and field == "records":  # the codec's stream is bad: KafkaException
+            return _crash(f"Failed to decompress record stream: {exc.reason}")
+        return _invalid(f"Found invalid record structure: {exc.reason}")
+
+    def _scan_clears(self, scan: RecordsScan | None, batch_type: TimestampType) -> bool:
+        """Whether the records read ahead in ``scan`` keep the batch in place and no record among them
+        can break a rule of ``RecordRules.error`` (then they need not be read again); if unsure, no."""
+        if scan is None or scan.failure is not None or not scan.offsets_in_order:
+            return False
+        rules = self.rules
+        if rules.compacted and scan.has_null_key:
+            return False
+        create_time = rules.timestamp_type == TimestampType.CREATE_TIME
+        if batch_type == TimestampType.LOG_APPEND_TIME and (not create_time or scan.has_no_timestamp):
+            return False
+        if create_time and scan.lowest_timestamp is not None:
+            now, low, high = rules.now_ms, scan.lowest_timestamp, scan.highest_timestamp
+            if not all(-(2**62) < value < 2**62 for value in (now, low, high)):
+                return False  # near Java's wrap-around: the per-record check decides
+            if low < now - rules.timestamp_before_max_ms or high > now + rules.timestamp_after_max_ms:
+                return False
+        return True
 
     def _assign_in_place_uncompressed(self, batches: list[_Batch]) -> _Assigned:
         """assignOffsetsNonCompressed: one uncompressed magic 2 batch, kept as the producer wrote it."""
@@ -368,8 +393,15 @@ class _LeaderAppend:
         expected_offset = 0
         max_timestamp = NO_TIMESTAMP
         kept: list[Record] = []
+        kept_count = 0
         for batch in batches:
             self._validate_batch(first, batch)
+            if partial_reader and self._scan_clears(batch.scan, batch.header.timestamp_type):
+                # read ahead, all in order and within the rules: nothing to read again or rebuild
+                kept_count += batch.scan.count
+                expected_offset += batch.scan.count
+                max_timestamp = max(max_timestamp, batch.scan.max_timestamp)
+                continue
             records = self._read_records(batch)
             if batch.magic < 2:
                 text = legacy_record_text(batch.header)
@@ -391,13 +423,14 @@ class _LeaderAppend:
                 else:
                     kept.append(record)
             raise_record_errors(errors)
+            kept_count = len(kept)
         if not in_place:
             return self._rebuild(kept, first, target)
-        last_offset = self.first_offset + len(kept) - 1
+        last_offset = self.first_offset + kept_count - 1
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             max_timestamp = self.now_ms
         out, header = self._patched_copy(first, last_offset, max_timestamp)
-        return _Assigned(out, header, len(kept), max_timestamp, last_offset, True)
+        return _Assigned(out, header, kept_count, max_timestamp, last_offset, True)
 
     def _rebuild(self, records: list[Record], first: _Batch, codec: Compression) -> _Assigned:
         """buildRecordsAndAssignOffsets: a new magic 2 batch as Kafka's MemoryRecordsBuilder writes it,

@@ -45,16 +45,16 @@ def _release_table() -> dict[str, dict[int, tuple[int, int]]]:
 RELEASES = _release_table()
 
 # Every API some release advertises that the reference broker does not implement. The broker is a
-# KRaft broker without security (ElectLeaders and the reassignment APIs it forwards to the controller,
-# as Kafka's broker does): the ZooKeeper-era controller APIs, SASL, ACLs, delegation
-# tokens, quotas, SCRAM, raft, share groups, streams groups and telemetry are not there (yet).
+# KRaft broker (ElectLeaders and the reassignment APIs it forwards to the controller, as Kafka's broker
+# does): the ZooKeeper-era controller APIs, ACLs, delegation tokens, quotas, raft, share groups, streams
+# groups and telemetry are not there (yet).
 NOT_IMPLEMENTED = {
     4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown",
-    17: "SaslHandshake", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls",
-    34: "AlterReplicaLogDirs", 36: "SaslAuthenticate", 38: "CreateDelegationToken",
+    29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls",
+    34: "AlterReplicaLogDirs", 38: "CreateDelegationToken",
     39: "RenewDelegationToken", 40: "ExpireDelegationToken", 41: "DescribeDelegationToken",
-    48: "DescribeClientQuotas", 49: "AlterClientQuotas", 50: "DescribeUserScramCredentials",
-    51: "AlterUserScramCredentials", 52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch",
+    48: "DescribeClientQuotas", 49: "AlterClientQuotas", 52: "Vote", 53: "BeginQuorumEpoch",
+    54: "EndQuorumEpoch",
     55: "DescribeQuorum", 56: "AlterPartition", 57: "UpdateFeatures", 58: "Envelope",
     59: "FetchSnapshot", 62: "BrokerRegistration", 63: "BrokerHeartbeat", 64: "UnregisterBroker",
     67: "AllocateProducerIds", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",

@@ -20,6 +20,7 @@ from kconform.reference_broker.config import (
 from kconform.reference_broker.config._validators import (
     CaseInsensitiveValidString,
     GzipLevel,
+    KnownAuthorizer,
     PeerAddressList,
     Range,
     ThrottledReplicaList,
@@ -239,6 +240,8 @@ def _bad_values(definition) -> list[str]:
         bad.append("0:1,x")
     elif isinstance(validator, PeerAddressList):
         bad.append("2=no-port")
+    elif isinstance(validator, KnownAuthorizer):
+        bad.append("kafka.security.authorizer.AclAuthorizer")  # ZooKeeper's: gone in KRaft
     return bad
 
 

@@ -1,0 +1,54 @@
+"""DescribeUserScramCredentials (50) and AlterUserScramCredentials (51) on a broker.
+
+Describing reads the broker's own metadata image (``KafkaApis.handleDescribeUserScramCredentialsRequest``
+with ``ScramImage.describe``: see ``cluster_metadata.scram``), so a broker answers with the credentials
+it has replayed so far. Altering is the controller's (``controller.scram``): the broker forwards the
+request whole (Kafka's KRaft broker always forwards it), in process in combined mode. A controller that
+cannot be reached gets Kafka's own error response: every user named, sorted, with the forwarding error
+(``AlterUserScramCredentialsRequest.getErrorResponse``).
+
+Authorization comes with ACLs: Kafka requires DESCRIBE on the CLUSTER resource to describe (else the
+whole response is CLUSTER_AUTHORIZATION_FAILED), and the controller checks ALTER for altering. This
+broker has no authorizer yet and checks neither."""
+
+from __future__ import annotations
+
+from kconform.codecs.messages import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
+
+from ..forwarding import ForwardingFailed, ask_controller
+from . import handles
+
+__all__ = ["alter_user_scram_credentials", "describe_user_scram_credentials"]
+
+
+@handles(50)
+async def describe_user_scram_credentials(broker, ctx, request) -> DescribeUserScramCredentialsResponse:
+    # Authorization goes here: DESCRIBE on CLUSTER (see the module docstring); nothing checks it yet.
+    users = None if request.users is None else [u.name for u in request.users]
+    Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+    Info = DescribeUserScramCredentialsResponse.CredentialInfo
+    return DescribeUserScramCredentialsResponse(
+        results=[
+            Result(
+                user=d.user,
+                error_code=d.error_code,
+                error_message=d.error_message,
+                credential_infos=[Info(mechanism=m, iterations=i) for m, i in d.credentials],
+            )
+            for d in broker.image.scram.describe(users)
+        ]
+    )
+
+
+@handles(51)
+async def alter_user_scram_credentials(broker, ctx, request) -> AlterUserScramCredentialsResponse:
+    try:
+        return await ask_controller(broker, ctx, request, frame=ctx.frame)
+    except ForwardingFailed as exc:
+        named = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
+        users = sorted(named, key=lambda user: user.encode("utf-16-be"))  # Java's String order
+        Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+        # ApiError.fromThrowable leaves the message null for an error's own exception
+        return AlterUserScramCredentialsResponse(
+            results=[Result(user=user, error_code=exc.code, error_message=None) for user in users]
+        )
