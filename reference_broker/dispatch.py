@@ -12,6 +12,7 @@ ApiVersions rows for every API it implements and serves exactly the versions tha
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from kconform.codecs.releases import KafkaRelease
 
 from .handlers import registered_handlers
 from .handlers.api_versions import unsupported_version_response
+from .quotas import request_throttle_ms, set_throttle_time
 from .security.principals import ANONYMOUS, KafkaPrincipal
 
 __all__ = ["Dispatcher", "RequestContext", "CloseConnection", "whole_frame"]
@@ -110,6 +112,7 @@ class Dispatcher:
         if connection is not None:  # a client connection (None: in-process and forwarded requests)
             ctx.listener, ctx.principal = connection.listener, connection.principal
         log.debug("%s v%s from %s (connection %d)", schema.name, version, peer, connection_id)
+        started = time.perf_counter_ns()
         try:
             response = await handler.fn(self.broker, ctx, request)
         except CloseConnection:
@@ -119,12 +122,31 @@ class Dispatcher:
             response = _error_response(schema.response, version)
         log.debug("%s v%s to %s (connection %d) answered", schema.name, version, peer, connection_id)
         if response is None:
+            self._throttle(connection, ctx, request, None, len(frame), 0, time.perf_counter_ns() - started)
             return None
         try:
-            return encode_response_spliced(api_key, version, header.correlation_id, response)
+            answer = encode_response_spliced(api_key, version, header.correlation_id, response)
+            throttle = self._throttle(connection, ctx, request, response, len(frame), answer[2],
+                                      time.perf_counter_ns() - started)  # fmt: skip
+            if throttle and set_throttle_time(response, version, throttle):
+                answer = encode_response_spliced(api_key, version, header.correlation_id, response)
+            return answer
         except CodecError:
             log.exception("%s v%s response to %s cannot be encoded", schema.name, version, peer)
             raise CloseConnection from None
+
+    def _throttle(self, connection, ctx, request, response, request_bytes, response_bytes, nanos) -> int:
+        """Client quotas (``quotas``): record the request, and mute the connection for the throttle time
+        after its response (``connection.throttle_ms``, which the server loop honours)."""
+        managers = getattr(self.broker, "quotas", None)
+        if connection is None or managers is None:
+            return 0
+        throttle = request_throttle_ms(
+            managers, self.broker.image.client_quotas, ctx, request, request_bytes=request_bytes,
+            response_bytes=response_bytes, handler_nanos=nanos, now_ms=self.broker.clock.now_ms(),
+        )  # fmt: skip
+        connection.throttle_ms = throttle
+        return throttle
 
 
 def whole_frame(answer) -> bytes | None:

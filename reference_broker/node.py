@@ -51,6 +51,7 @@ from .partition import Partition
 from .planted import install as install_planted_bugs
 from .producer_ids import ProducerIdBlocks
 from .purgatory import Purgatory
+from .quotas import ClientQuotaManagers
 from .replication.manager import ReplicaManager
 from .server import BrokerServer
 from .storage import LogConfig, PartitionLog
@@ -98,6 +99,9 @@ class BrokerNode(NodeSettings, NodeListeners):
         self.data_dir = Path(config.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.purgatory = Purgatory()
+        self.quotas = ClientQuotaManagers(
+            int(config["quota.window.num"]), int(config["quota.window.size.seconds"])
+        )
         self.controller_node: ControllerNode | None = None
         self._controller_channel: NodeChannel | None = None
         if "controller" in config["process.roles"]:

@@ -63,6 +63,7 @@ class Connection:
     protocol: str
     principal: KafkaPrincipal
     authenticator: SaslAuthenticator | None = None
+    throttle_ms: int = 0  # client quotas: how long to read nothing after the last response (KIP-219)
 
 
 class BrokerServer:
@@ -192,6 +193,8 @@ class BrokerServer:
                                                             connection=connection)  # fmt: skip
                     if response is not None:
                         await _send(writer, *response)
+                    if connection.throttle_ms > 0:  # muted: the next frame waits out the throttle
+                        await asyncio.sleep(connection.throttle_ms / 1000)
         except FrameTooLarge as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except (CloseConnection, NoMatchingRule):

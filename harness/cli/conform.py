@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from .diff import _start
+from .target_config import target_config_option
 
 
 @click.command()
@@ -21,8 +22,10 @@ from .diff import _start
     "--target",
     default="reference",
     show_default=True,
-    help="reference, reference:N, rdkafka-mock, tansu, docker[:VERSION] or bootstrap:HOST:PORT",
+    help="reference, reference:N, rdkafka-mock, tansu, docker[:VERSION] or bootstrap:HOST:PORT "
+    "(a secured one: bootstrap:HOST:PORT@security.protocol=SSL,... or --target-config)",
 )
+@target_config_option
 @click.option(
     "--versions",
     "pick",
@@ -58,7 +61,7 @@ from .diff import _start
     help="an earlier report's folder, to show which rules changed since",
 )
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
-def conform(target, pick, only, out, report, engine, previous, list_only) -> None:
+def conform(target, target_config, pick, only, out, report, engine, previous, list_only) -> None:
     """Check a target against Kafka's rules, API by API."""
     from rich.console import Console
 
@@ -85,7 +88,7 @@ def conform(target, pick, only, out, report, engine, previous, list_only) -> Non
             raise click.BadParameter(str(exc), param_hint="--previous") from None
     out = out or Path("kconform-runs") / time.strftime("conform-%Y%m%d-%H%M%S")
     with ExitStack() as stack:
-        started = _start(stack, target)
+        started = _start(stack, target, target_config)
         with console.status(f"running the catalogue against {target}"):
             result = run_conformance(started, out=out, pick=pick, only=tuple(only))
     show_ledger(result, console)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from .target_config import target_config_option
+
 
 def _parse_apis(text: str | None) -> set[int] | None:
     if not text:
@@ -50,12 +52,12 @@ def _at_least_one(_ctx: click.Context, param: click.Parameter, value: str | int)
     return count
 
 
-def _start(stack: ExitStack, spec: str):
+def _start(stack: ExitStack, spec: str, properties: dict[str, str] | None = None):
     from ..targets.base import TargetError
     from ..targets.registry import make_target
 
     try:
-        target = make_target(spec)
+        target = make_target(spec, properties)
         stack.enter_context(target)
     except TargetError as exc:
         raise TargetProblem(str(exc)) from exc
@@ -65,6 +67,7 @@ def _start(stack: ExitStack, spec: str):
 @click.command()
 @click.option("--a", "a_spec", default="reference", show_default=True, help="first target")
 @click.option("--b", "b_spec", default="rdkafka-mock", show_default=True, help="second target")
+@target_config_option
 @click.option(
     "--examples", default=200, show_default=True, callback=_at_least_one, help="generated cases to run"
 )
@@ -82,7 +85,7 @@ def _start(stack: ExitStack, spec: str):
     default=None,
     help="run directory (default: ./kconform-runs/diff-<time>)",
 )
-def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
+def diff(a_spec, b_spec, target_config, examples, seed, apis, no_shrink, resume, out) -> None:
     """Run generated operation sequences on two targets and report every cause of difference, with who
     deviates from Apache Kafka. Exit 0: no difference; 1: differences found; 2: bad usage or a target
     that cannot be used."""
@@ -102,8 +105,8 @@ def diff(a_spec, b_spec, examples, seed, apis, no_shrink, resume, out) -> None:
     out = out or Path("kconform-runs") / time.strftime("diff-%Y%m%d-%H%M%S")
     console = Console(stderr=True)
     with ExitStack() as stack:
-        a = _start(stack, a_spec)
-        b = _start(stack, b_spec)
+        a = _start(stack, a_spec, target_config)
+        b = _start(stack, b_spec, target_config)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -164,7 +167,8 @@ def _print_causes(result, out: Path) -> None:
 @click.argument("case", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--a", "a_spec", default=None, help="first target (default: the case's own)")
 @click.option("--b", "b_spec", default=None, help="second target (default: the case's own)")
-def repro(case, a_spec, b_spec) -> None:
+@target_config_option
+def repro(case, a_spec, b_spec, target_config) -> None:
     """Replay a stored case on two targets and show every difference: exit 0 none, 1 some, 2 a bad case
     file or target. Each replay uses names of its own, so replaying twice gives the same answers."""
     from rich.console import Console
@@ -179,8 +183,8 @@ def repro(case, a_spec, b_spec) -> None:
     targets = data.get("targets") or ["reference", "rdkafka-mock"]
     console = Console()
     with ExitStack() as stack:
-        a = _start(stack, a_spec or targets[0])
-        b = _start(stack, b_spec or targets[1])
+        a = _start(stack, a_spec or targets[0], target_config)
+        b = _start(stack, b_spec or targets[1], target_config)
         engine = DiffEngine(a, b)
         result = asyncio.run(_run(engine, operations))
     console.print(f"case {case.name}: {len(operations)} operations on {a.name} and {b.name}")

@@ -51,6 +51,24 @@ def one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+# SslConfigs and SaslConfigs; security.py turns them into a TLS context and SASL credentials. JKS stores
+# are a Java format: PEM and PKCS12 are read here.
+_SECURITY = [
+    Setting("ssl.truststore.location", "string", None),
+    Setting("ssl.truststore.type", "string", "JKS", one_of("JKS", "PKCS12", "PEM")),
+    Setting("ssl.truststore.password", "password", None),
+    Setting("ssl.truststore.certificates", "password", None),
+    Setting("ssl.keystore.location", "string", None),
+    Setting("ssl.keystore.type", "string", "JKS", one_of("JKS", "PKCS12", "PEM")),
+    Setting("ssl.keystore.password", "password", None),
+    Setting("ssl.key.password", "password", None),
+    Setting("ssl.keystore.certificate.chain", "password", None),
+    Setting("ssl.keystore.key", "password", None),
+    Setting("ssl.endpoint.identification.algorithm", "string", "https"),
+    Setting("sasl.mechanism", "string", "GSSAPI"),
+    Setting("sasl.jaas.config", "password", None),
+]
+
 _COMMON = [
     Setting("bootstrap.servers", "list", []),
     Setting("client.id", "string", ""),
@@ -66,7 +84,10 @@ _COMMON = [
     Setting("socket.connection.setup.timeout.max.ms", "long", 30_000, at_least(0)),
     Setting("send.buffer.bytes", "int", 131_072, at_least(-1)),
     Setting("receive.buffer.bytes", "int", 32_768, at_least(-1)),
-    Setting("security.protocol", "string", "PLAINTEXT", one_of("PLAINTEXT")),
+    Setting(
+        "security.protocol", "string", "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+    ),
+    *_SECURITY,
     # kconform's own: the highest version to use per API ("JoinGroup=5,Fetch=12"), for brokers that
     # advertise a version they cannot serve (librdkafka's mock cluster closes the connection on the
     # JoinGroup v6 it advertises).

@@ -23,6 +23,7 @@ from .config import parse_version_caps
 from .connection import BrokerConnection
 from .errors import BrokerError, ConnectionLost, RequestTimedOut
 from .metadata import BrokerInfo, ClusterMetadata
+from .security import ClientSecurity, security_for_address, security_from_config
 
 __all__ = ["NetworkClient", "parse_bootstrap"]
 
@@ -40,7 +41,7 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
         item = item.strip()
         if not item:
             continue
-        for prefix in ("PLAINTEXT://",):
+        for prefix in ("PLAINTEXT://", "SSL://", "SASL_PLAINTEXT://", "SASL_SSL://"):
             if item.upper().startswith(prefix):
                 item = item[len(prefix) :]
         host, sep, port = item.rpartition(":")
@@ -64,9 +65,12 @@ class NetworkClient:
         metadata_max_age_ms: int = 300_000,
         connect_timeout_ms: int = 10_000,
         version_caps: dict[int, int] | None = None,
+        security: ClientSecurity | None = None,
         clock=time.monotonic,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        # every broker of a cluster is reached the way its bootstrap address is (one listener)
+        self.security = security if security is not None else security_for_address(*self.bootstrap[0])
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
@@ -99,6 +103,7 @@ class NetworkClient:
             metadata_max_age_ms=config["metadata.max.age.ms"],
             connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
             version_caps=parse_version_caps(config["kconform.api.version.max"]),
+            security=security_from_config(config),
             **kw,
         )
 
@@ -142,6 +147,7 @@ class NetworkClient:
             client_id=self.client_id,
             request_timeout=self.request_timeout,
             connect_timeout=self.connect_timeout,
+            security=self.security,
         )
 
     async def any_connection(self) -> BrokerConnection:
@@ -166,6 +172,7 @@ class NetworkClient:
                     client_id=self.client_id,
                     request_timeout=self.request_timeout,
                     connect_timeout=self.connect_timeout,
+                    security=self.security,
                 )
                 self._bootstrap_conn.version_caps = self.version_caps
                 return self._bootstrap_conn

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,6 +25,8 @@ from typing import Any
 
 from kconform.codecs import FrameDecoder, api_schema, decode_response, encode_request, size_prefixed
 from kconform.codecs.messages import RequestHeader
+
+from .security import ClientSecurity, security_for_address
 
 __all__ = ["Fate", "RawClient", "Reply", "UnexpectedReply"]
 
@@ -92,10 +95,39 @@ class RawClient:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, *, client_id: str | None = "kconform-raw", timeout: float = 10.0
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "kconform-raw",
+        timeout: float = 10.0,
+        security: ClientSecurity | None = None,
     ) -> RawClient:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        return cls(reader, writer, client_id=client_id, timeout=timeout)
+        """``security`` None: whatever the harness registered for this address. A secured raw connection
+        is handed over logged in (ApiVersions and SASL done) and is never re-authenticated: a broker
+        that limits the session closes it when the session ends."""
+        security = security_for_address(host, port) if security is None else security
+        tls = {"ssl": security.ssl_context, "server_hostname": host} if security.ssl_context else {}
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, **tls), timeout)
+        client = cls(reader, writer, client_id=client_id, timeout=timeout)
+        if security.sasl is not None:
+            try:
+                await client._login(security, f"{host}:{port}")
+            except BaseException:
+                await client.close()
+                raise
+        return client
+
+    async def _login(self, security: ClientSecurity, node: str) -> None:
+        from kconform.codecs.messages import ApiVersionsRequest
+
+        from .sasl_login import authenticate
+
+        answer = await self.call(
+            18, 3, ApiVersionsRequest(client_software_name="kconform", client_software_version="0.1.0")
+        )
+        versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+        await authenticate(self.call, security.sasl, versions, now_ms=int(time.time() * 1000), node=node)
 
     async def __aenter__(self) -> RawClient:
         return self

@@ -49,6 +49,23 @@ class Target(abc.ABC):
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.kind
         self._versions: dict[int, tuple[int, int]] | None = None
+        self.security = None  # a client.security.ClientSecurity when the target needs TLS or SASL
+
+    def secure(self, properties: dict[str, str]) -> None:
+        """Reach this target with the Java client's security properties (``security.protocol`` ...);
+        a property no client knows, or a key store that does not load, is a TargetError."""
+        from ..client.config import AdminConfig, ClientConfigError
+        from ..client.security import security_from_config
+
+        try:
+            self.security = security_from_config(AdminConfig(properties))
+        except ClientConfigError as exc:
+            raise TargetError(f"target {self.name}: {exc}") from None
+
+    def _addresses(self) -> list[tuple[str, int]]:
+        from ..client.network import parse_bootstrap
+
+        return parse_bootstrap(self.bootstrap)
 
     @abc.abstractmethod
     def start(self) -> None:
@@ -85,7 +102,7 @@ class Target(abc.ABC):
 
     def api_versions(self, *, refresh: bool = False) -> dict[int, tuple[int, int]]:
         if self._versions is None or refresh:
-            self._versions = asyncio.run(fetch_api_versions(self.bootstrap))
+            self._versions = asyncio.run(fetch_api_versions(self.bootstrap, security=self.security))
         return self._versions
 
     def create_topic(
@@ -96,24 +113,38 @@ class Target(abc.ABC):
         configs: dict[str, str] | None = None,
     ) -> None:
         """Create a topic through the protocol (CreateTopics); targets with a side door override it."""
-        asyncio.run(_create_topic(self.bootstrap, name, partitions, replication_factor, configs or {}))
+        asyncio.run(
+            _create_topic(self.bootstrap, name, partitions, replication_factor, configs or {}, self.security)
+        )
 
     def __enter__(self) -> Target:
         self.start()
+        if self.security is not None:  # every client the harness opens to these addresses uses it
+            from ..client.security import register_addresses
+
+            register_addresses(self._addresses(), self.security)
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if self.security is not None:
+            from ..client.security import unregister_addresses
+
+            unregister_addresses(self._addresses())
         self.stop()
 
 
-async def fetch_api_versions(bootstrap: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+async def fetch_api_versions(
+    bootstrap: str, timeout: float = 10.0, *, security=None
+) -> dict[int, tuple[int, int]]:
     from ..client.connection import BrokerConnection
     from ..client.errors import ClientError
     from ..client.network import parse_bootstrap
 
     host, port = parse_bootstrap(bootstrap)[0]
     try:
-        conn = await BrokerConnection.connect(host, port, connect_timeout=timeout, request_timeout=timeout)
+        conn = await BrokerConnection.connect(
+            host, port, connect_timeout=timeout, request_timeout=timeout, security=security
+        )
     except ClientError as exc:
         raise TargetError(f"no Kafka-protocol answer at {host}:{port}: {exc}") from exc
     try:
@@ -122,13 +153,13 @@ async def fetch_api_versions(bootstrap: str, timeout: float = 10.0) -> dict[int,
         await conn.wait_closed()
 
 
-async def _create_topic(bootstrap, name, partitions, replication_factor, configs) -> None:
+async def _create_topic(bootstrap, name, partitions, replication_factor, configs, security=None) -> None:
     from kconform.codecs.messages import CreateTopicsRequest
 
     from ..client.errors import BrokerError
     from ..client.network import NetworkClient
 
-    client = NetworkClient(bootstrap)
+    client = NetworkClient(bootstrap, security=security)
     try:
         topic = CreateTopicsRequest.CreatableTopic(
             name=name,

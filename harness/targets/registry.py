@@ -9,7 +9,11 @@
 - ``bootstrap:HOST:PORT[,HOST:PORT]``, or a bare ``HOST:PORT``
 
 Options follow an ``@``: ``reference@kafka=3.7`` (the Apache Kafka release the reference broker answers
-as), ``reference@planted=list-offsets-latest-off-by-one`` (a test-only planted bug); ``,`` joins them."""
+as), ``reference@planted=list-offsets-latest-off-by-one`` (a test-only planted bug); ``,`` joins them.
+An option whose name has a dot is a Java client property for reaching the target, e.g.
+``bootstrap:host:9093@security.protocol=SSL,ssl.truststore.type=PEM,ssl.truststore.location=ca.pem``;
+``make_target(spec, properties)`` takes more from a properties file (the spec's own win). Values with
+commas or spaces (``sasl.jaas.config``) belong in the file."""
 
 from __future__ import annotations
 
@@ -20,9 +24,18 @@ __all__ = ["TARGET_KINDS", "make_target", "split_target_list", "with_kafka_versi
 TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "tansu", "bootstrap")
 
 
-def make_target(spec: str) -> Target:
+def make_target(spec: str, properties: dict[str, str] | None = None) -> Target:
     base, _, option_text = spec.partition("@")
     options = dict(item.partition("=")[::2] for item in option_text.split(",") if item)
+    client_properties = {**(properties or {}), **{k: v for k, v in options.items() if "." in k}}
+    options = {k: v for k, v in options.items() if "." not in k}
+    target = _make_target(spec, base, options)
+    if client_properties:
+        target.secure(client_properties)
+    return target
+
+
+def _make_target(spec: str, base: str, options: dict[str, str]) -> Target:
     kind, _, rest = base.partition(":")
     if kind == "reference":
         from .reference import ReferenceTarget

@@ -17,6 +17,7 @@ from uuid import UUID
 from kconform.codecs.metadata_records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -35,6 +36,7 @@ from kconform.codecs.metadata_records import (
 
 from ..security.acls import AclBinding
 from .acls import ClusterAcls, UnknownAcl
+from .client_quotas import ClientQuotas
 from .scram import ScramCredential, ScramCredentials, UnknownCredential
 
 __all__ = [
@@ -192,6 +194,7 @@ class ClusterImage:
         self.features: dict[str, int] = {}
         self.scram = ScramCredentials()
         self.acl_entries = ClusterAcls()  # ACL id -> binding (AclsImage)
+        self.client_quotas = ClientQuotas()  # ClientQuotasImage
         self.offset = -1  # of the last record replayed
 
     # ---- reading: the topic registry's interface ----------------------------------------------
@@ -385,6 +388,10 @@ class ClusterImage:
             raise ImageError(str(exc)) from exc
         return ImageChange()
 
+    def _client_quota(self, record: ClientQuotaRecord, _offset: int) -> ImageChange:
+        self.client_quotas.replay(record)
+        return ImageChange()
+
     def _acl(self, record: AccessControlEntryRecord, _offset: int) -> ImageChange:
         self.acl_entries.add(record)
         return ImageChange()
@@ -418,6 +425,7 @@ _REPLAYERS = {
     FeatureLevelRecord: ClusterImage._feature,
     UserScramCredentialRecord: ClusterImage._scram_credential,
     RemoveUserScramCredentialRecord: ClusterImage._remove_scram_credential,
+    ClientQuotaRecord: ClusterImage._client_quota,
     AccessControlEntryRecord: ClusterImage._acl,
     RemoveAccessControlEntryRecord: ClusterImage._remove_acl,
 }

@@ -396,6 +396,9 @@ BROKER_CONFIGS = _index(
         _b("log.local.retention.ms", L, -2, at_least(-2), MEDIUM, CW, note=TIERED_NOTE),
         _b("log.local.retention.bytes", L, -2, at_least(-2), MEDIUM, CW, note=TIERED_NOTE),
         _b("remote.log.storage.system.enable", B, False, None, MEDIUM, note=TIERED_NOTE),
+        # Client quotas (QuotaConfig): the sensors' windows.
+        _b("quota.window.num", N, 11, at_least(1), LOW),
+        _b("quota.window.size.seconds", N, 1, at_least(1), LOW),
         # Replication and fetch (ReplicationConfigs, ServerConfigs).
         _b("replica.lag.time.max.ms", L, 30_000, None, HIGH),
         _b("replica.fetch.max.bytes", N, 1024 * 1024, at_least(0), MEDIUM),

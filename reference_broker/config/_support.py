@@ -72,6 +72,9 @@ IMPLEMENTED = frozenset(
         "max.connections.per.ip.overrides",
         "connections.max.idle.ms",
         "request.timeout.ms",  # inter-broker requests: markers, verification, replica fetches
+        # client quota sensors (quotas/)
+        "quota.window.num",
+        "quota.window.size.seconds",
         # the log: log.dirs (only one directory: see _refusals) and the topic defaults of log_config()
         "log.dir",
         "log.dirs",

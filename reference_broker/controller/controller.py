@@ -49,6 +49,7 @@ from . import brokers as broker_rules
 from . import configs as config_rules
 from .acls import create_acls, delete_acls
 from .alter_partition import alter_partition
+from .client_quotas import alter_client_quotas
 from .partition_change import Election
 from .partition_updates import election, unclean_allowed
 from .placement import NotEnoughBrokers
@@ -267,6 +268,14 @@ class Controller(NodeSettings):
         results; the records of what passed are written as one batch."""
         records, results = alter_credentials(self.image.scram, request)
         self.append(records)
+        return results
+
+    def alter_client_quotas(self, entries, validate_only: bool) -> list:
+        """AlterClientQuotas (``QuorumController.alterClientQuotas``): ``(entity, error or None)`` per
+        entity; what passed is written as one batch, unless ``validate_only``."""
+        records, results = alter_client_quotas(self.image.client_quotas, entries)
+        if not validate_only:
+            self.append(records)
         return results
 
     # ---- ACLs -----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ..handlers import api_versions as _api_versions
 from ..handlers import topics as _topics
 from . import acl_apis as _acl_apis
 from .brokers import Refused
+from .client_quotas import alter_response
 from .configs import not_served
 from .controller import METADATA_WATCH_KEY
 from .partition_change import Election
@@ -341,6 +342,14 @@ async def alter_user_scram_credentials(node, ctx, request) -> AlterUserScramCred
     # (authorizeClusterOperation), refusing the whole request with CLUSTER_AUTHORIZATION_FAILED. This
     # node has no authorizer yet, so nothing is checked.
     return AlterUserScramCredentialsResponse(results=node.controller.alter_scram_credentials(request))
+
+
+@handles(49, registry=CONTROLLER_HANDLERS)
+async def alter_client_quotas(node, ctx, request):
+    """``ControllerApis.handleAlterClientQuotas``: the rules are ``controller.client_quotas``'s."""
+    # Authorization goes here: ALTER_CONFIGS on CLUSTER (no authorizer checks it yet).
+    results = node.controller.alter_client_quotas(request.entries, request.validate_only)
+    return alter_response(results)
 
 
 @handles(29, registry=CONTROLLER_HANDLERS)

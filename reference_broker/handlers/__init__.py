@@ -43,6 +43,7 @@ _MODULES = (
     "txn_markers",
     "sasl",
     "scram_credentials",
+    "client_quotas",
     "acls",
 )
 

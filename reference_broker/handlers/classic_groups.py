@@ -21,19 +21,27 @@ from kconform.codecs.messages import (
 )
 
 from ..groups.classic_group import ClassicGroup, GroupState
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import CLUSTER_NAME, allowed, authorized_operations
 from . import handles
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 _UNSET_OPERATIONS = -2147483648
-# DESCRIBE, READ, DELETE on a group (AclOperation codes 8, 3, 6), as Kafka reports without an authorizer.
-_ALL_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
 
 
 # ---- FindCoordinator ------------------------------------------------------------------------------
 
 
-def _coordinator(broker, version: int, key_type: int, key: str, listener: str) -> tuple[int, int, str, int]:
-    """(error, node id, host, port) for one key."""
+def _coordinator(broker, ctx, key_type: int, key: str) -> tuple[int, int, str, int]:
+    """(error, node id, host, port) for one key. KafkaApis.getCoordinator asks first for DESCRIBE on the
+    group or the transactional id the key names."""
+    if key_type == GROUP and not allowed(broker, ctx, Operation.DESCRIBE, ResourceType.GROUP, key):
+        return Errors.GROUP_AUTHORIZATION_FAILED, -1, "", -1
+    if key_type == TRANSACTION and not allowed(
+        broker, ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
+    listener = ctx.listener
     if key_type == SHARE:
         return Errors.INVALID_REQUEST, -1, "", -1  # share groups are not enabled (Kafka 4.0's default)
     topic = broker.consumer_offsets if key_type == GROUP else broker.transaction_state
@@ -66,13 +74,13 @@ async def find_coordinator(broker, ctx, request) -> FindCoordinatorResponse:
             ]
         )
     if version < 4:
-        error, node_id, host, port = _coordinator(broker, version, key_type, request.key, ctx.listener)
+        error, node_id, host, port = _coordinator(broker, ctx, key_type, request.key)
         if error != Errors.NONE:
             node_id, host, port = -1, "", -1
         return FindCoordinatorResponse(error_code=error, node_id=node_id, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error, node_id, host, port = _coordinator(broker, version, key_type, key, ctx.listener)
+        error, node_id, host, port = _coordinator(broker, ctx, key_type, key)
         coordinators.append(
             FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node_id, host=host, port=port, error_code=error
@@ -84,6 +92,12 @@ async def find_coordinator(broker, ctx, request) -> FindCoordinatorResponse:
 # ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup -----------------------------------------------
 
 
+def _may_read(broker, ctx, group_id: str) -> bool:
+    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup need READ on the group (KafkaApis); without it the
+    request's error response carries GROUP_AUTHORIZATION_FAILED."""
+    return allowed(broker, ctx, Operation.READ, ResourceType.GROUP, group_id)
+
+
 def _client_host(peer: str) -> str:
     # ClassicGroupMember.clientHost is context.clientAddress.toString(): a slash, then the address; the
     # same value a consumer group keeps for the member should it join one (a mixed group).
@@ -93,6 +107,16 @@ def _client_host(peer: str) -> str:
 @handles(11)
 async def join_group(broker, ctx, request) -> JoinGroupResponse:
     version = ctx.api_version
+    if not _may_read(broker, ctx, request.group_id):
+        # JoinGroupRequest.getErrorResponse
+        return JoinGroupResponse(
+            error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+            generation_id=-1,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            member_id="",
+            members=[],
+        )
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
     outcome = await broker.group_coordinator.join_group(
         group_id=request.group_id,
@@ -126,6 +150,8 @@ async def join_group(broker, ctx, request) -> JoinGroupResponse:
 @handles(14)
 async def sync_group(broker, ctx, request) -> SyncGroupResponse:
     version = ctx.api_version
+    if not _may_read(broker, ctx, request.group_id):
+        return SyncGroupResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     outcome = await broker.group_coordinator.sync_group(
         group_id=request.group_id,
         generation=request.generation_id,
@@ -145,6 +171,8 @@ async def sync_group(broker, ctx, request) -> SyncGroupResponse:
 
 @handles(12)
 async def heartbeat(broker, ctx, request) -> HeartbeatResponse:
+    if not _may_read(broker, ctx, request.group_id):
+        return HeartbeatResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     code = await broker.group_coordinator.heartbeat(
         group_id=request.group_id,
         generation=request.generation_id,
@@ -156,6 +184,8 @@ async def heartbeat(broker, ctx, request) -> HeartbeatResponse:
 
 @handles(13)
 async def leave_group(broker, ctx, request) -> LeaveGroupResponse:
+    if not _may_read(broker, ctx, request.group_id):
+        return LeaveGroupResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     if ctx.api_version < 3:
         top, results, _ = await broker.group_coordinator.leave_group(
             request.group_id, [(request.member_id, None)]
@@ -185,9 +215,11 @@ async def leave_group(broker, ctx, request) -> LeaveGroupResponse:
 # ---- DescribeGroups / ListGroups / DeleteGroups ----------------------------------------------------
 
 
-def _described(broker, group_id: str, version: int, include_operations: bool):
+def _described(broker, ctx, group_id: str, version: int, include_operations: bool):
     group = broker.group_coordinator.groups.get(group_id)
-    operations = _ALL_GROUP_OPERATIONS if include_operations else _UNSET_OPERATIONS
+    operations = _UNSET_OPERATIONS
+    if include_operations:  # KafkaApis: for every group answered without an error
+        operations = authorized_operations(broker, ctx, ResourceType.GROUP, group_id)
     if group is None or not isinstance(group, ClassicGroup):
         # GroupMetadataManager.describeGroups: classicGroup() throws GroupIdNotFoundException for a
         # group that does not exist or is not a classic one. From v6 (KIP-1043) that is
@@ -238,9 +270,24 @@ def _described(broker, group_id: str, version: int, include_operations: bool):
 @handles(15)
 async def describe_groups(broker, ctx, request) -> DescribeGroupsResponse:
     include = ctx.api_version >= 3 and request.include_authorized_operations
-    return DescribeGroupsResponse(
-        groups=[_described(broker, g, ctx.api_version, include) for g in request.groups]
-    )
+    # KafkaApis.handleDescribeGroupsRequest: DESCRIBE on each group; the refused ones come first
+    # (DescribeGroupsResponse.groupError: no state, protocol or operations)
+    refused, described = [], []
+    for g in request.groups:
+        if allowed(broker, ctx, Operation.DESCRIBE, ResourceType.GROUP, g):
+            described.append(_described(broker, ctx, g, ctx.api_version, include))
+        else:
+            refused.append(
+                DescribeGroupsResponse.DescribedGroup(
+                    error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+                    group_id=g,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    authorized_operations=_UNSET_OPERATIONS,
+                )
+            )
+    return DescribeGroupsResponse(groups=refused + described)
 
 
 @handles(16)
@@ -249,6 +296,10 @@ async def list_groups(broker, ctx, request) -> ListGroupsResponse:
     states = list(request.states_filter) if version >= 4 else []
     types = list(request.types_filter) if version >= 5 else []
     listed = broker.group_coordinator.list_groups(states, types)
+    # KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists every group, else only the groups
+    # the principal may describe
+    if not allowed(broker, ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        listed = [g for g in listed if allowed(broker, ctx, Operation.DESCRIBE, ResourceType.GROUP, g[0])]
     return ListGroupsResponse(
         error_code=Errors.NONE,
         groups=[
@@ -260,11 +311,13 @@ async def list_groups(broker, ctx, request) -> ListGroupsResponse:
 
 @handles(42)
 async def delete_groups(broker, ctx, request) -> DeleteGroupsResponse:
-    names = list(request.groups_names)
-    codes = await broker.group_coordinator.delete_groups(names)
+    # KafkaApis.handleDeleteGroupsRequest: DELETE on each group; the refused ones are answered after the
+    # coordinator's results
+    names, refused = [], []
+    for g in request.groups_names:
+        (names if allowed(broker, ctx, Operation.DELETE, ResourceType.GROUP, g) else refused).append(g)
+    codes = await broker.group_coordinator.delete_groups(names) if names else []
+    results = list(zip(names, codes, strict=True)) + [(g, Errors.GROUP_AUTHORIZATION_FAILED) for g in refused]
     return DeleteGroupsResponse(
-        results=[
-            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=c)
-            for g, c in zip(names, codes, strict=True)
-        ]
+        results=[DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=c) for g, c in results]
     )

@@ -42,6 +42,8 @@ from ..down_conversion import UnsupportedCompressionForDownConversion, down_conv
 from ..fetch_sessions import CachedPartition
 from ..partition import FetchRead, LogSlice, PartitionError
 from ..replication.serving import serve_follower_fetch
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import CLUSTER_NAME, allowed, filter_allowed
 from . import handles
 
 log = logging.getLogger(__name__)
@@ -93,11 +95,14 @@ def _read_once(
     replica=None,
     first=True,
     client_rack: str | None = None,
+    denied: frozenset = frozenset(),
 ):
     """One pass over the partitions: {key: PartitionData}, bytes read, and whether any errored (or,
-    for a follower, diverged: an answer that must go back at once). ``replica`` is a follower's
-    (id, broker epoch); its reads go to the log end and record its progress. ``client_rack`` is a
-    consumer's rack_id from Fetch v11 on (None before: only a leader may answer it)."""
+        for a follower, diverged: an answer that must go back at once). ``replica`` is a follower's
+        (id, broker epoch); its reads go to the log end and record its progress. ``client_rack`` is a
+        consumer's rack_id from Fetch v11 on (None before: only a leader may answer it). Keys in ``denied``
+    are answered TOPIC_AUTHORIZATION_FAILED unread, and count as no error: Kafka leaves them out of the
+    read (``erroneous``), so they neither end the wait nor fill it."""
     hard_limit = version <= 2
     min_one = not hard_limit
     remaining = max_bytes if version >= 3 else 0x7FFFFFFF
@@ -106,6 +111,9 @@ def _read_once(
     errored = False
     for key, wanted in partitions.items():
         topic_key, index = key
+        if key in denied:
+            results[key] = _error_data(index, Errors.TOPIC_AUTHORIZATION_FAILED, read_failed=False)
+            continue
         partition = broker.partition_by_key(topic_key, index, by_id=version >= 13)
         if partition is None:
             code = broker.missing_partition_error(topic_key, index, by_id=version >= 13)
@@ -177,6 +185,25 @@ def _read_once(
     return results, total, errored
 
 
+def _denied(broker, ctx, version: int, partitions: dict, is_follower: bool) -> frozenset:
+    """The partition keys this principal may not fetch (KafkaApis.handleFetchRequest): for a follower
+    every one unless it has CLUSTER_ACTION on the cluster; for a consumer those of topics it may not
+    READ. An id no topic has is not asked about: it stays UNKNOWN_TOPIC_ID."""
+    if is_follower:
+        if allowed(broker, ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            return frozenset()
+        return frozenset(partitions)
+    names = {}
+    for topic_key, _index in partitions:
+        if version >= 13:
+            topic = broker.topics.by_id(topic_key)
+            names[topic_key] = None if topic is None else topic.name
+        else:
+            names[topic_key] = topic_key
+    readable = filter_allowed(broker, ctx, Operation.READ, ResourceType.TOPIC, filter(None, names.values()))
+    return frozenset(key for key in partitions if names[key[0]] is not None and names[key[0]] not in readable)
+
+
 def _redirected(partition, current_leader_epoch: int) -> FetchRead:
     """A consumer sent to a preferred read replica: nothing read, the leader's offsets
     (``Partition.fetchOffsetSnapshot``, which checks the leader epoch first) and no aborted list."""
@@ -217,15 +244,23 @@ async def fetch(broker, ctx, request) -> FetchResponse:
     if context.kind == "error":
         return FetchResponse(error_code=context.error, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    denied = _denied(broker, ctx, version, context.partitions, is_follower)
     results, total, errored = _read_once(
-        broker, version, context.partitions, max_bytes, isolation, replica, client_rack=client_rack
+        broker,
+        version,
+        context.partitions,
+        max_bytes,
+        isolation,
+        replica,
+        client_rack=client_rack,
+        denied=denied,
     )
     # a preferred read replica is answered at once (fetchMessages); found only by a re-read, it waits
     # like any other answer (DelayedFetch.tryComplete does not look for one)
     redirected = any(data.preferred_read_replica >= 0 for data in results.values())
     if (
         request.max_wait_ms > 0
-        and context.partitions
+        and len(denied) < len(context.partitions)
         and total < request.min_bytes
         and not (errored or redirected)
     ):
@@ -243,6 +278,7 @@ async def fetch(broker, ctx, request) -> FetchResponse:
                 replica,
                 first=False,
                 client_rack=client_rack,
+                denied=denied,
             )
             return state["read"][1] >= request.min_bytes or state["read"][2]
 

@@ -19,9 +19,10 @@ from ..groups.errors import GroupError
 from ..groups.kip848_group import ConsumerGroup
 from ..groups.kip848_rules import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Heartbeat
 from ..groups.server_assignors import assignor_names
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import allowed, authorized_operations
 from . import handles
 
-_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))  # READ, DELETE, DESCRIBE: all, with no authorizer
 _CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe v1 MemberType
 _UNSET_OPERATIONS = -(2**31)
 
@@ -58,6 +59,9 @@ def _request(request, ctx) -> Heartbeat:
 
 @handles(68)
 async def consumer_group_heartbeat(broker, ctx, request) -> ConsumerGroupHeartbeatResponse:
+    # KafkaApis.handleConsumerGroupHeartbeat: READ on the group
+    if not allowed(broker, ctx, Operation.READ, ResourceType.GROUP, request.group_id):
+        return ConsumerGroupHeartbeatResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     hb = _request(request, ctx)
     leaving = hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
     try:
@@ -127,15 +131,20 @@ async def consumer_group_describe(broker, ctx, request) -> ConsumerGroupDescribe
     D = ConsumerGroupDescribeResponse  # noqa: N806
     names = {t.topic_id: t.name for t in broker.topics}
     configured = assignor_names(broker.config["group.consumer.assignors"])
-    operations = _GROUP_OPERATIONS if request.include_authorized_operations else _UNSET_OPERATIONS
-    invalid, described = [], []
+    refused, invalid, described = [], [], []
     for group_id in request.group_ids:
         group = broker.group_coordinator.groups.get(group_id)
-        if not group_id:
+        operations = _UNSET_OPERATIONS
+        if request.include_authorized_operations:
+            operations = authorized_operations(broker, ctx, ResourceType.GROUP, group_id)
+        if not allowed(broker, ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            # KafkaApis.handleConsumerGroupDescribe: refused before the coordinator sees the rest
+            refused.append(D.DescribedGroup(error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+        elif not group_id:
             invalid.append(D.DescribedGroup(error_code=Errors.INVALID_GROUP_ID, group_id=""))
         elif isinstance(group, ConsumerGroup):
             described.append(_described(group, names, group.preferred_assignor(configured), operations))
         else:
             described.append(D.DescribedGroup(error_code=Errors.GROUP_ID_NOT_FOUND, group_id=group_id))
     # Kafka answers the empty ids first, before it asks the partitions' coordinators about the rest.
-    return ConsumerGroupDescribeResponse(groups=invalid + described)
+    return ConsumerGroupDescribeResponse(groups=refused + invalid + described)

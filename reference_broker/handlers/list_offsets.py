@@ -21,6 +21,8 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.messages import ListOffsetsResponse
 
 from ..partition import PartitionError
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import filter_allowed
 from . import handles
 
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -47,8 +49,16 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
     version = ctx.api_version
     read_committed = version >= 2 and request.isolation_level == 1
     counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
-    topics = []
+    # KafkaApis.handleListOffsetRequest: DESCRIBE on each topic first; the refused topics' partitions are
+    # TOPIC_AUTHORIZATION_FAILED, answered after the others
+    described = filter_allowed(
+        broker, ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
+    topics, refused = [], []
     for topic in request.topics:
+        if topic.name not in described:
+            refused.append(_refused(topic, version))
+            continue
         partitions = []
         for p in topic.partitions:
             out = Partition(partition_index=p.partition_index)
@@ -87,4 +97,16 @@ async def list_offsets(broker, ctx, request) -> ListOffsetsResponse:
                 out.offset, out.timestamp = -1, -1
             partitions.append(out)
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
-    return ListOffsetsResponse(topics=topics)
+    return ListOffsetsResponse(topics=topics + refused)
+
+
+def _refused(topic, version: int) -> ListOffsetsResponse.ListOffsetsTopicResponse:
+    """A topic the principal may not describe: every partition TOPIC_AUTHORIZATION_FAILED, offset and
+    timestamp -1 from v1 (v0 has neither, and an empty list of old-style offsets)."""
+    partitions = []
+    for p in topic.partitions:
+        out = Partition(partition_index=p.partition_index, error_code=Errors.TOPIC_AUTHORIZATION_FAILED)
+        if version >= 1:
+            out.offset, out.timestamp = -1, -1
+        partitions.append(out)
+    return ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)

@@ -20,11 +20,11 @@ from kconform.codecs.messages import MetadataResponse
 
 from ..topic_names import INTERNAL_TOPICS, topic_name_error
 from . import handles
+from .metadata_access import TopicAccess
 
-# Every operation an unauthenticated principal may do when no authorizer is configured (Kafka's
-# AclOperation bits: READ 3 .. DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 ... as a bit set).
+# Every operation on a topic, as reported with no authorizer (Kafka's AclOperation bits: READ 3 ..
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a bit set).
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-_ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _UNSET = -2147483648
 
 
@@ -47,7 +47,12 @@ def _partition_metadata(broker, p, listener: str | None) -> MetadataResponse.Met
 
 
 def topic_metadata(
-    broker, topic, version: int, include_operations: bool, listener: str | None = None
+    broker,
+    topic,
+    version: int,
+    include_operations: bool,
+    listener: str | None = None,
+    operations: int = _ALL_TOPIC_OPERATIONS,
 ) -> MetadataResponse.MetadataResponseTopic:
     partitions = [_partition_metadata(broker, p, listener) for p in topic.partitions]
     return MetadataResponse.MetadataResponseTopic(
@@ -56,7 +61,7 @@ def topic_metadata(
         topic_id=topic.topic_id,
         is_internal=topic.name in INTERNAL_TOPICS,
         partitions=partitions,
-        topic_authorized_operations=_ALL_TOPIC_OPERATIONS if include_operations else _UNSET,
+        topic_authorized_operations=operations if include_operations else _UNSET,
     )
 
 
@@ -101,9 +106,15 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
     else:
         wanted = request.topics
     allow_create = (request.allow_auto_topic_creation if version >= 4 else True) and broker.auto_create_topics
+    access = TopicAccess.of(broker, ctx, wanted, allow_create)
     topics = []
     if wanted is None:
-        topics = [topic_metadata(broker, t, version, include_ops, ctx.listener) for t in broker.topics]
+        # every topic: those the principal may not describe are left out, not reported
+        topics = [
+            topic_metadata(broker, t, version, include_ops, ctx.listener, access.operations(t.name))
+            for t in broker.topics
+            if t.name in access.described
+        ]
     else:
         seen = set()
         for entry in wanted:
@@ -112,15 +123,27 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                 topic = broker.topics.by_id(entry.topic_id)
                 if topic is None:
                     topics.append(_error_topic(None, entry.topic_id, Errors.UNKNOWN_TOPIC_ID))
+                elif topic.name not in access.described:
+                    # topic ids are not secret: the id is echoed with the refusal, the name is not
+                    topics.append(_error_topic(None, entry.topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
                 else:
-                    topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener))
+                    ops = access.operations(topic.name)
+                    topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener, ops))
                 continue
             if name in seen:
                 continue
             seen.add(name)
             topic = broker.topics.get(name)
-            if topic is not None:
-                topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener))
+            if name not in access.described:
+                # whether it exists is not disclosed
+                topics.append(_error_topic(name, None, Errors.TOPIC_AUTHORIZATION_FAILED))
+            elif topic is not None:
+                ops = access.operations(name)
+                topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener, ops))
+            elif allow_create and name not in access.creatable:
+                error = _error_topic(name, None, Errors.TOPIC_AUTHORIZATION_FAILED)
+                error.is_internal = name in INTERNAL_TOPICS
+                topics.append(error)
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, None, Errors.INVALID_TOPIC_EXCEPTION))
             elif allow_create and name not in INTERNAL_TOPICS:
@@ -128,6 +151,9 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                 topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(_error_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+    cluster_ops = _UNSET
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = access.cluster_operations()
     return MetadataResponse(
         brokers=[
             MetadataResponse.MetadataResponseBroker(node_id=node_id, host=host, port=port, rack=rack)
@@ -137,9 +163,5 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
         controller_id=broker.random_alive_broker_id(),
         topics=topics,
         error_code=Errors.NONE,  # v13+: MetadataResponse.prepareResponse leaves it at its default
-        cluster_authorized_operations=(
-            _ALL_CLUSTER_OPERATIONS
-            if 8 <= version <= 10 and request.include_cluster_authorized_operations
-            else _UNSET
-        ),
+        cluster_authorized_operations=cluster_ops,
     )

@@ -32,6 +32,8 @@ from kconform.codecs.messages import (
     TxnOffsetCommitResponse,
 )
 
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import allowed, filter_allowed
 from ..transactions.partition_verification import add_or_verify_partitions
 from . import handles
 
@@ -85,16 +87,30 @@ def _topic_name(broker, topic_id: UUID) -> str:
     return "" if topic is None else topic.name
 
 
-def _sort_out(broker, topics, by_id: bool, answer: _CommitAnswer) -> list[tuple[UUID, str, list]]:
-    """The request's topics the coordinator should see, as (topic id, name, partitions); the others
-    are answered in ``answer`` (unknown id, unknown topic, unknown partition)."""
-    accepted = []
+def _refuse_all(topics, by_id: bool, answer: _CommitAnswer, code: int) -> list:
+    """OffsetCommitRequest.getErrorResponse (and TxnOffsetCommit's): every partition asked for gets
+    ``code``."""
     for t in topics:
+        answer.add(
+            t.topic_id if by_id else ZERO_UUID, t.name, [p.partition_index for p in t.partitions], code
+        )
+    return answer.topics
+
+
+def _sort_out(broker, ctx, topics, by_id: bool, answer: _CommitAnswer) -> list[tuple[UUID, str, list]]:
+    """The request's topics the coordinator should see, as (topic id, name, partitions); the others
+    are answered in ``answer`` (unknown id; no READ on the topic, checked before whether it exists, as
+    KafkaApis does; unknown topic; unknown partition)."""
+    accepted = []
+    names = [_topic_name(broker, t.topic_id) if by_id else t.name for t in topics]
+    readable = filter_allowed(broker, ctx, Operation.READ, ResourceType.TOPIC, filter(None, names))
+    for t, name in zip(topics, names, strict=True):
         topic_id = t.topic_id if by_id else ZERO_UUID
-        name = _topic_name(broker, topic_id) if by_id else t.name
         indexes = [p.partition_index for p in t.partitions]
         if by_id and not name:
             answer.add(topic_id, name, indexes, Errors.UNKNOWN_TOPIC_ID)
+        elif name not in readable:
+            answer.add(topic_id, name, indexes, Errors.TOPIC_AUTHORIZATION_FAILED)
         elif name not in broker.topics:
             answer.add(topic_id, name, indexes, Errors.UNKNOWN_TOPIC_OR_PARTITION)
         else:
@@ -138,7 +154,10 @@ async def offset_commit(broker, ctx, request) -> OffsetCommitResponse:
     by_id = version >= _TOPIC_IDS_FROM
     R = OffsetCommitResponse  # noqa: N806
     answer = _CommitAnswer(by_id, R.OffsetCommitResponseTopic, R.OffsetCommitResponsePartition)
-    accepted = _sort_out(broker, request.topics, by_id, answer)
+    if not allowed(broker, ctx, Operation.READ, ResourceType.GROUP, request.group_id):
+        refused = _refuse_all(request.topics, by_id, answer, Errors.GROUP_AUTHORIZATION_FAILED)
+        return OffsetCommitResponse(topics=refused)
+    accepted = _sort_out(broker, ctx, request.topics, by_id, answer)
     if accepted:
         results = await broker.group_coordinator.commit_offsets(
             group_id=request.group_id,
@@ -207,7 +226,15 @@ async def txn_offset_commit(broker, ctx, request) -> TxnOffsetCommitResponse:
     version = ctx.api_version
     R = TxnOffsetCommitResponse  # noqa: N806
     answer = _CommitAnswer(False, R.TxnOffsetCommitResponseTopic, R.TxnOffsetCommitResponsePartition)
-    accepted = _sort_out(broker, request.topics, False, answer)
+    # KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, then READ on the group
+    refusal = Errors.NONE
+    if not allowed(broker, ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        refusal = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not allowed(broker, ctx, Operation.READ, ResourceType.GROUP, request.group_id):
+        refusal = Errors.GROUP_AUTHORIZATION_FAILED
+    if refusal != Errors.NONE:
+        return TxnOffsetCommitResponse(topics=_refuse_all(request.topics, False, answer, refusal))
+    accepted = _sort_out(broker, ctx, request.topics, False, answer)
     if not accepted:
         return TxnOffsetCommitResponse(topics=answer.topics)
     # GroupCoordinatorService.commitTransactionalOffsets: an empty group id first, then the
@@ -249,11 +276,12 @@ def _member_error(broker, group_id: str, member: tuple[str | None, int] | None) 
 Fetched = tuple[UUID, str, list[tuple[int, int, int, str, int]]]  # id, name, (partition, offset, ...)
 
 
-def _fetch_topics(broker, group_id: str, wanted, require_stable: bool, by_id: bool) -> list[Fetched]:
+def _fetch_topics(broker, ctx, group_id: str, wanted, require_stable: bool, by_id: bool) -> list[Fetched]:
     """The committed offsets of ``wanted`` [(topic id, name, partitions)], one answer per topic asked
     for (OffsetMetadataManager.fetchOffsets), or of every partition the group has when ``wanted`` is
     None (fetchAllOffsets; named by id from v10, where a topic the cluster no longer has is left out,
-    as ``KafkaApis.fetchAllOffsetsForGroup`` does)."""
+    as ``KafkaApis.fetchAllOffsetsForGroup`` does). Topics the principal may not DESCRIBE are left out
+    of an all-topics answer, and answered TOPIC_AUTHORIZATION_FAILED after the others when named."""
     coordinator = broker.group_coordinator
     if wanted is None:
         found = coordinator.fetch_offsets(group_id, None, require_stable=require_stable)
@@ -266,14 +294,23 @@ def _fetch_topics(broker, group_id: str, wanted, require_stable: bool, by_id: bo
             if by_id and topic is None:
                 continue
             out.append((topic.topic_id if topic is not None else ZERO_UUID, name, parts))
-        return out
+        described = filter_allowed(broker, ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t[1] for t in out))
+        return [entry for entry in out if entry[1] in described]
+    described = filter_allowed(broker, ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t[1] for t in wanted))
+    refused = [
+        (topic_id, name, [(p, -1, -1, "", Errors.TOPIC_AUTHORIZATION_FAILED) for p in parts])
+        for topic_id, name, parts in wanted
+        if name not in described
+    ]
+    wanted = [entry for entry in wanted if entry[1] in described]
     found = coordinator.fetch_offsets(
         group_id,
         [(name, list(parts)) for _, name, parts in wanted],
         require_stable=require_stable,
         topic_ids={name: topic_id for topic_id, name, _ in wanted} if by_id else None,
     )
-    return [(topic_id, name, [(p, *found[(name, p)]) for p in parts]) for topic_id, name, parts in wanted]
+    answered = [(topic_id, name, [(p, *found[(name, p)]) for p in parts]) for topic_id, name, parts in wanted]
+    return answered + refused
 
 
 @handles(9)
@@ -284,7 +321,10 @@ async def offset_fetch(broker, ctx, request) -> OffsetFetchResponse:
     if version < 8:
         topics = request.topics if (version >= 2 or request.topics is not None) else []
         wanted = None if topics is None else [(ZERO_UUID, t.name, t.partition_indexes) for t in topics]
-        found = _fetch_topics(broker, request.group_id, wanted, require_stable, False)
+        if not allowed(broker, ctx, Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
+            # OffsetFetchResponse: the group's error at the top (below v2 the field is not written)
+            return OffsetFetchResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[])
+        found = _fetch_topics(broker, ctx, request.group_id, wanted, require_stable, False)
         return OffsetFetchResponse(
             error_code=Errors.NONE,
             topics=[
@@ -308,6 +348,14 @@ async def offset_fetch(broker, ctx, request) -> OffsetFetchResponse:
     groups = []
     for g in request.groups:
         member = (g.member_id, g.member_epoch) if version >= 9 else None
+        if not allowed(broker, ctx, Operation.DESCRIBE, ResourceType.GROUP, g.group_id):
+            # KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group
+            groups.append(
+                R.OffsetFetchResponseGroup(
+                    group_id=g.group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[]
+                )
+            )
+            continue
         wanted, unknown_ids = None, []
         if g.topics is not None:
             # KafkaApis.fetchOffsetsForGroup: an id no topic has is UNKNOWN_TOPIC_ID, answered after
@@ -338,7 +386,7 @@ async def offset_fetch(broker, ctx, request) -> OffsetFetchResponse:
         if error != Errors.NONE:
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[]))
             continue
-        found = _fetch_topics(broker, g.group_id, wanted, require_stable, by_id)
+        found = _fetch_topics(broker, ctx, g.group_id, wanted, require_stable, by_id)
         topics = [
             R.OffsetFetchResponseTopics(
                 name=name,
@@ -366,10 +414,24 @@ async def offset_fetch(broker, ctx, request) -> OffsetFetchResponse:
 
 @handles(47)
 async def offset_delete(broker, ctx, request) -> OffsetDeleteResponse:
-    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    # KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ on each topic
+    if not allowed(broker, ctx, Operation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+    readable = filter_allowed(
+        broker, ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
+    wanted = [(t.name, p.partition_index) for t in request.topics if t.name in readable for p in t.partitions]
     error, results = await broker.group_coordinator.delete_offsets(request.group_id, wanted)
     if error != Errors.NONE:
         return OffsetDeleteResponse(error_code=error)
+    results = dict(results)
+    for t in request.topics:
+        if t.name not in readable:
+            results.update(
+                dict.fromkeys(
+                    ((t.name, p.partition_index) for p in t.partitions), Errors.TOPIC_AUTHORIZATION_FAILED
+                )
+            )
     return OffsetDeleteResponse(
         error_code=Errors.NONE,
         topics=[

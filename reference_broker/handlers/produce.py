@@ -27,6 +27,8 @@ from kconform.codecs.messages import ProduceResponse
 
 from ..dispatch import CloseConnection
 from ..partition import PartitionError
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import allowed, filter_allowed
 from ..transactions.partition_verification import add_or_verify_partitions
 from ..validation import (
     FramedRecords,
@@ -115,7 +117,10 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
                 check_request_records(records)
     except RecordsRejected as exc:
         return _fail_request(request, exc, version)
+    if not _transactional_id_allowed(broker, ctx, request, framings):
+        return _refuse_request(request, version, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     names = [_topic_name(broker, topic_data, version) for topic_data in request.topic_data]
+    writable = filter_allowed(broker, ctx, Operation.WRITE, ResourceType.TOPIC, filter(None, names))
     checked: dict[tuple[str | uuid.UUID, int], PartitionResponse | None] = {}
     for topic_data, name, topic_framings in zip(request.topic_data, names, framings, strict=True):
         topic_key = _topic_key(topic_data, version)
@@ -123,6 +128,9 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             key = (topic_key, data.index)
             if name is None:
                 checked[key] = _error(data.index, Errors.UNKNOWN_TOPIC_ID)
+                continue
+            if name not in writable:  # KafkaApis: authorization before the topic's existence
+                checked[key] = _error(data.index, Errors.TOPIC_AUTHORIZATION_FAILED)
                 continue
             if broker.partition(name, data.index) is None:
                 checked[key] = _error(
@@ -260,6 +268,33 @@ def transaction_check_answer(code: int, version: int) -> tuple[int, str | None]:
         message = "Unable to verify the partition has been added to the transaction. Underlying error: "
         return Errors.NOT_ENOUGH_REPLICAS, message + error_for(code).name
     return code, None
+
+
+def _transactional_id_allowed(broker, ctx, request, framings) -> bool:
+    """KafkaApis.handleProduceRequest: when any partition's first batch is transactional
+    (RequestUtils.hasTransactionalRecords) the request needs a transactional id the principal may
+    WRITE; without one the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    transactional = any(
+        records.first_header is not None and records.first_header.is_transactional
+        for topic_framings in framings
+        for records in topic_framings
+        if records is not None
+    )
+    if not transactional:
+        return True
+    txn_id = request.transactional_id if ctx.api_version >= 3 else None
+    return txn_id is not None and allowed(broker, ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
+
+
+def _refuse_request(request, version: int, code: int) -> ProduceResponse:
+    """ProduceRequest.getErrorResponse: every partition gets ``code``; acks=0 closes instead."""
+    if request.acks == 0:
+        raise CloseConnection
+    responses = [
+        _topic_response(topic_data, version, [_error(data.index, code) for data in topic_data.partition_data])
+        for topic_data in request.topic_data
+    ]
+    return ProduceResponse(responses=responses)
 
 
 def _fail_request(request, exc: RecordsRejected, version: int) -> ProduceResponse | None:

@@ -38,6 +38,7 @@ from kconform.codecs.messages import (
     OffsetForLeaderEpochResponse,
 )
 
+from ..security.authorization import topics_described_or_cluster_action
 from ..storage import EpochEntry, LeaderEpochCache, OffsetOutOfRange
 from ..topic_names import INTERNAL_TOPICS, topic_name_error
 from . import handles
@@ -119,8 +120,22 @@ def _leader_epoch_error(partition, current_leader_epoch: int) -> int:
 @handles(23)
 async def offset_for_leader_epoch(broker, ctx, request) -> OffsetForLeaderEpochResponse:
     EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
-    topics = []
+    # KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER_ACTION (a follower) may ask about every topic,
+    # others need DESCRIBE on each; refused topics are TOPIC_AUTHORIZATION_FAILED, answered last
+    described = topics_described_or_cluster_action(broker, ctx, (t.topic for t in request.topics))
+    topics, refused = [], []
     for topic in request.topics:
+        if topic.topic not in described:
+            refused.append(
+                OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+                    topic=topic.topic,
+                    partitions=[
+                        EpochEndOffset(partition=p.partition, error_code=Errors.TOPIC_AUTHORIZATION_FAILED)
+                        for p in topic.partitions
+                    ],
+                )
+            )
+            continue
         partitions = []
         for p in topic.partitions:
             out = EpochEndOffset(partition=p.partition)
@@ -137,7 +152,7 @@ async def offset_for_leader_epoch(broker, ctx, request) -> OffsetForLeaderEpochR
         topics.append(
             OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=topic.topic, partitions=partitions)
         )
-    return OffsetForLeaderEpochResponse(topics=topics)
+    return OffsetForLeaderEpochResponse(topics=topics + refused)
 
 
 # ---- DescribeLogDirs --------------------------------------------------------------------------------

@@ -32,6 +32,9 @@ from kconform.codecs.messages import (
 
 from ..groups.re2 import Re2SyntaxError, compile_re2
 from ..producer_ids import ProducerIdsUnavailable
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import CLUSTER_NAME, allowed, allowed_any, filter_allowed
+from ..topic_names import INTERNAL_TOPICS
 from ..transactions.decisions import ProducerIdAndEpoch, TxnError
 from ..transactions.states import TxnState
 from . import handles
@@ -48,6 +51,9 @@ def _fenced_for_old(code: int, version: int, first_new_version: int) -> int:
 @handles(22, max_version=5)  # v6 (KIP-939, two-phase commit) is unstable in Kafka 4.3: no release offers it
 async def init_producer_id(broker, ctx, request) -> InitProducerIdResponse:
     version = ctx.api_version
+    refusal = _init_producer_id_refusal(broker, ctx, request.transactional_id)
+    if refusal != Errors.NONE:
+        return InitProducerIdResponse(error_code=refusal, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is None:
         # Without a transactional id: a fresh producer id at epoch 0 every time (KIP-360 bumps are
         # for transactional ids only).
@@ -74,6 +80,24 @@ async def init_producer_id(broker, ctx, request) -> InitProducerIdResponse:
     )
 
 
+def _init_producer_id_refusal(broker, ctx, transactional_id: str | None) -> int:
+    """KafkaApis.handleInitProducerIdRequest: a transactional producer needs WRITE on its id; an
+    idempotent one IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType)."""
+    if transactional_id is not None:
+        if allowed(broker, ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return Errors.NONE
+        return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if allowed(broker, ctx, Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return Errors.NONE
+    if allowed_any(broker, ctx, Operation.WRITE, ResourceType.TOPIC):
+        return Errors.NONE
+    return Errors.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _may_write(broker, ctx, transactional_id: str) -> bool:
+    return allowed(broker, ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
 def _topic_results(partitions: dict[tuple[str, int], int]) -> list:
     by_topic: dict[str, list] = {}
     for (topic, index), code in partitions.items():
@@ -92,20 +116,31 @@ def _in_cluster(broker, topic: str, index: int) -> bool:
 
 
 async def _add_partitions(
-    broker, version: int, txn_id, producer_id, producer_epoch, verify_only, topics
+    broker, ctx, version: int, txn_id, producer_id, producer_epoch, verify_only, topics
 ) -> list:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.transaction_coordinator
-    unknown = {tp for tp in wanted if not _in_cluster(broker, *tp)}
-    if unknown:
-        # Any unknown partition fails the whole transaction's request; the others were not attempted
-        # (checked before the verify-only branch, as handleAddPartitionsToTxnRequest does).
-        return _topic_results(
-            {
-                tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED
-                for tp in wanted
-            }
-        )
+    if version < 4 and not _may_write(broker, ctx, txn_id):
+        # a client's request (v3 and below) needs WRITE on the transactional id and on each topic
+        return _topic_results(dict.fromkeys(wanted, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    writable = {t for t, _ in wanted}
+    if version < 4:
+        # handleAddPartitionsToTxnRequest asks only about topics that are not internal: an internal
+        # topic is never authorized
+        candidates = {t for t in writable if t not in INTERNAL_TOPICS}
+        writable = filter_allowed(broker, ctx, Operation.WRITE, ResourceType.TOPIC, candidates)
+    refused = {tp: Errors.TOPIC_AUTHORIZATION_FAILED for tp in wanted if tp[0] not in writable}
+    refused.update(
+        {
+            tp: Errors.UNKNOWN_TOPIC_OR_PARTITION
+            for tp in wanted
+            if tp not in refused and not _in_cluster(broker, *tp)
+        }
+    )
+    if refused:
+        # Any refused or unknown partition fails the whole transaction's request; the others were not
+        # attempted (checked before the verify-only branch, as handleAddPartitionsToTxnRequest does).
+        return _topic_results({tp: refused.get(tp, Errors.OPERATION_NOT_ATTEMPTED) for tp in wanted})
     if verify_only:
         # handleVerifyPartitionsInTransaction's answer goes back as it is: TRANSACTION_ABORTABLE for a
         # partition outside the transaction (the sending broker translates it for old producers).
@@ -126,9 +161,15 @@ async def _add_partitions(
 @handles(24)
 async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnResponse:
     version = ctx.api_version
+    if version >= 4 and not allowed(
+        broker, ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        # v4+ come from brokers (KafkaApis: authorizeClusterOperation; getErrorResponse's top-level error)
+        return AddPartitionsToTxnResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)
     if version < 4:
         results = await _add_partitions(
             broker,
+            ctx,
             version,
             request.v3_and_below_transactional_id,
             request.v3_and_below_producer_id,
@@ -141,6 +182,7 @@ async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnRespo
     for txn in request.transactions:
         results = await _add_partitions(
             broker,
+            ctx,
             version,
             txn.transactional_id,
             txn.producer_id,
@@ -156,7 +198,12 @@ async def add_partitions_to_txn(broker, ctx, request) -> AddPartitionsToTxnRespo
 
 @handles(25)
 async def add_offsets_to_txn(broker, ctx, request) -> AddOffsetsToTxnResponse:
-    # KafkaApis.handleAddOffsetsToTxnRequest names the group's offsets partition for the coordinator.
+    # KafkaApis.handleAddOffsetsToTxnRequest: WRITE on the transactional id, then READ on the group
+    if not _may_write(broker, ctx, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not allowed(broker, ctx, Operation.READ, ResourceType.GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+    # It names the group's offsets partition for the coordinator.
     offsets = broker.consumer_offsets
     offsets.ensure()
     offsets_partition = (offsets.name, offsets.partition_for(request.group_id))
@@ -173,6 +220,10 @@ async def add_offsets_to_txn(broker, ctx, request) -> AddOffsetsToTxnResponse:
 @handles(26)
 async def end_txn(broker, ctx, request) -> EndTxnResponse:
     version = ctx.api_version
+    if not _may_write(broker, ctx, request.transactional_id):  # KafkaApis.handleEndTxnRequest
+        return EndTxnResponse(
+            error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1
+        )
     try:
         # KafkaApis.handleEndTxnRequest: TransactionVersion.transactionVersionForEndTxn, v5 is TV_2.
         result = await broker.transaction_coordinator.end_txn(

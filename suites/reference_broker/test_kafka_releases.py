@@ -46,14 +46,13 @@ RELEASES = _release_table()
 
 # Every API some release advertises that the reference broker does not implement. The broker is a
 # KRaft broker (ElectLeaders and the reassignment APIs it forwards to the controller, as Kafka's broker
-# does): the ZooKeeper-era controller APIs, ACLs, delegation tokens, quotas, raft, share groups, streams
-# groups and telemetry are not there (yet).
+# does): the ZooKeeper-era controller APIs, delegation tokens, raft, share groups, streams groups and
+# telemetry are not there (yet).
 NOT_IMPLEMENTED = {
     4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown",
-    29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls",
     34: "AlterReplicaLogDirs", 38: "CreateDelegationToken",
     39: "RenewDelegationToken", 40: "ExpireDelegationToken", 41: "DescribeDelegationToken",
-    48: "DescribeClientQuotas", 49: "AlterClientQuotas", 52: "Vote", 53: "BeginQuorumEpoch",
+    52: "Vote", 53: "BeginQuorumEpoch",
     54: "EndQuorumEpoch",
     55: "DescribeQuorum", 56: "AlterPartition", 57: "UpdateFeatures", 58: "Envelope",
     59: "FetchSnapshot", 62: "BrokerRegistration", 63: "BrokerHeartbeat", 64: "UnregisterBroker",
@@ -68,10 +67,7 @@ NOT_IMPLEMENTED = {
 
 # Releases kafka-python tells apart only by an API listed above, so it names the one before.
 TOLD_APART_BY_UNIMPLEMENTED = {
-    "2.5": ((2, 4), "DescribeAcls v2"),
-    "2.6": ((2, 4), "DescribeClientQuotas v0"),
-    "3.3": ((3, 2), "DescribeAcls v3"),
-    "3.4": ((3, 2), "LeaderAndIsr v7"),
+    "3.4": ((3, 3), "LeaderAndIsr v7"),
 }
 
 

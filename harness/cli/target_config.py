@@ -1,0 +1,43 @@
+"""``--target-config FILE``: Java client properties (``security.protocol``, ``ssl.*``, ``sasl.*``) for
+reaching every target of a command, read and checked before any target starts. A target spec may add
+its own (``bootstrap:HOST:PORT@security.protocol=SSL,...``), which win over the file's."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["TARGET_CONFIG_HELP", "target_config_option"]
+
+TARGET_CONFIG_HELP = (
+    "a Java-style properties file of client settings for every target (security.protocol, "
+    "ssl.truststore.location, sasl.mechanism, sasl.jaas.config ...); a target spec's own "
+    "@key=value options win"
+)
+
+
+def _load(_ctx: click.Context, _param: click.Parameter, value: str | None) -> dict[str, str]:
+    if value is None:
+        return {}
+    from ..client.config import AdminConfig, ClientConfigError
+    from ..client.properties import read_properties
+    from ..client.security import security_from_config
+    from .diff import TargetProblem
+
+    try:
+        properties = read_properties(value)
+        security_from_config(AdminConfig(properties))  # unknown names, bad values, unreadable stores
+    except ClientConfigError as exc:
+        text = str(exc)
+        raise TargetProblem(text if text.startswith(value) else f"--target-config {value}: {text}") from None
+    return properties
+
+
+def target_config_option(function):
+    return click.option(
+        "--target-config",
+        "target_config",
+        default=None,
+        metavar="FILE",
+        callback=_load,
+        help=TARGET_CONFIG_HELP,
+    )(function)

@@ -1,0 +1,66 @@
+"""DescribeClientQuotas (48) and AlterClientQuotas (49) on a broker.
+
+Describing reads the broker's own metadata image (``KafkaApis.handleDescribeClientQuotasRequest`` with
+``ClientQuotasImage.describe``: see ``cluster_metadata.client_quotas``); a filter Kafka refuses fails the
+whole response with its code and message and no entries. Altering is the controller's
+(``controller.client_quotas``, ``ControllerApis.handleAlterClientQuotas``): the broker forwards the
+request whole, in process in combined mode. A controller that cannot be reached gets Kafka's own error
+response: every entry with the forwarding error (``AlterClientQuotasRequest.getErrorResponse``).
+
+Authorization comes with ACLs: Kafka requires DESCRIBE_CONFIGS on CLUSTER to describe and ALTER_CONFIGS
+on CLUSTER to alter. This broker's quota APIs check neither yet."""
+
+from __future__ import annotations
+
+from kconform.codecs.errors import Errors
+from kconform.codecs.messages import AlterClientQuotasResponse, DescribeClientQuotasResponse
+
+from ..cluster_metadata.client_quotas import DescribeRefused
+from ..controller.client_quotas import java_order
+from ..forwarding import ForwardingFailed, ask_controller
+from . import handles
+
+__all__ = ["alter_client_quotas", "describe_client_quotas"]
+
+
+@handles(48)
+async def describe_client_quotas(broker, ctx, request) -> DescribeClientQuotasResponse:
+    try:
+        found = broker.image.client_quotas.describe(request.components, request.strict)
+    except DescribeRefused as exc:
+        return DescribeClientQuotasResponse(error_code=exc.code, error_message=str(exc), entries=None)
+    Entry = DescribeClientQuotasResponse.EntryData
+    Entity = DescribeClientQuotasResponse.EntityData
+    Value = DescribeClientQuotasResponse.ValueData
+    return DescribeClientQuotasResponse(
+        error_code=Errors.NONE,
+        error_message=None,
+        entries=[
+            Entry(
+                entity=[Entity(entity_type=k, entity_name=n) for k, n in java_order(entity)],
+                values=[Value(key=key, value=value) for key, value in values.items()],
+            )
+            for entity, values in found
+        ],
+    )
+
+
+@handles(49)
+async def alter_client_quotas(broker, ctx, request) -> AlterClientQuotasResponse:
+    try:
+        return await ask_controller(broker, ctx, request, frame=ctx.frame)
+    except ForwardingFailed as exc:
+        Entry = AlterClientQuotasResponse.EntryData
+        Entity = AlterClientQuotasResponse.EntityData
+        return AlterClientQuotasResponse(
+            entries=[
+                Entry(
+                    error_code=exc.code,
+                    error_message=None,  # ApiError.fromThrowable: an error's own exception has no message
+                    entity=[
+                        Entity(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity
+                    ],
+                )
+                for entry in request.entries
+            ]
+        )
