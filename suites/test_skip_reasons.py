@@ -77,6 +77,12 @@ ALLOWED: list[tuple[str, str, str, str]] = [
         PEER,
     ),
     (
+        "reference_broker/security/test_client_quotas.py",
+        "importorskip",
+        "could not import 'confluent_kafka'",
+        PEER,
+    ),
+    (
         "reference_broker/test_cli_misuse.py",
         "skip",
         "cannot bind-mount here ({bound.stderr.strip() or 'mount refused'})",

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import click
 
-__all__ = ["TARGET_CONFIG_HELP", "target_config_option"]
+__all__ = ["TARGET_CONFIG_HELP", "TargetConfigProblem", "target_config_option"]
+
+
+class TargetConfigProblem(click.ClickException):
+    """Client properties that cannot work: one ``Error:`` line and exit 2, before any target starts."""
+
+    exit_code = 2
+
 
 TARGET_CONFIG_HELP = (
     "a Java-style properties file of client settings for every target (security.protocol, "
@@ -21,14 +28,15 @@ def _load(_ctx: click.Context, _param: click.Parameter, value: str | None) -> di
     from ..client.config import AdminConfig, ClientConfigError
     from ..client.properties import read_properties
     from ..client.security import security_from_config
-    from .diff import TargetProblem
 
     try:
         properties = read_properties(value)
         security_from_config(AdminConfig(properties))  # unknown names, bad values, unreadable stores
     except ClientConfigError as exc:
         text = str(exc)
-        raise TargetProblem(text if text.startswith(value) else f"--target-config {value}: {text}") from None
+        raise TargetConfigProblem(
+            text if text.startswith(value) else f"--target-config {value}: {text}"
+        ) from None
     return properties
 
 

@@ -84,6 +84,7 @@ class BrokerConnection:
         self.reauthentications = 0
         self._held: list[bytes] | None = None  # frames waiting for a re-authentication to finish
         self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Future | None = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -214,6 +215,8 @@ class BrokerConnection:
             pass
         if not self._read_task.done():
             self._read_task.cancel()
+        if self._reauth_task is not None and not self._reauth_task.done():
+            self._reauth_task.cancel()
 
     # ---- SASL -----------------------------------------------------------------------------------
 
@@ -231,7 +234,7 @@ class BrokerConnection:
     def _start_reauth(self) -> None:
         if self._failure is None:
             self._held = []
-            asyncio.ensure_future(self._reauthenticate())
+            self._reauth_task = asyncio.ensure_future(self._reauthenticate())
 
     async def _reauthenticate(self) -> None:
         try:

@@ -98,9 +98,9 @@ def _read_once(
     denied: frozenset = frozenset(),
 ):
     """One pass over the partitions: {key: PartitionData}, bytes read, and whether any errored (or,
-        for a follower, diverged: an answer that must go back at once). ``replica`` is a follower's
-        (id, broker epoch); its reads go to the log end and record its progress. ``client_rack`` is a
-        consumer's rack_id from Fetch v11 on (None before: only a leader may answer it). Keys in ``denied``
+    for a follower, diverged: an answer that must go back at once). ``replica`` is a follower's
+    (id, broker epoch); its reads go to the log end and record its progress. ``client_rack`` is a
+    consumer's rack_id from Fetch v11 on (None before: only a leader may answer it). Keys in ``denied``
     are answered TOPIC_AUTHORIZATION_FAILED unread, and count as no error: Kafka leaves them out of the
     read (``erroneous``), so they neither end the wait nor fill it."""
     hard_limit = version <= 2

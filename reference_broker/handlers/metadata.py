@@ -107,11 +107,15 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
         wanted = request.topics
     allow_create = (request.allow_auto_topic_creation if version >= 4 else True) and broker.auto_create_topics
     access = TopicAccess.of(broker, ctx, wanted, allow_create)
+
+    def ops_of(name: str) -> int:  # asked of the authorizer only when the request wants them
+        return access.operations(name) if include_ops else _UNSET
+
     topics = []
     if wanted is None:
         # every topic: those the principal may not describe are left out, not reported
         topics = [
-            topic_metadata(broker, t, version, include_ops, ctx.listener, access.operations(t.name))
+            topic_metadata(broker, t, version, include_ops, ctx.listener, ops_of(t.name))
             for t in broker.topics
             if t.name in access.described
         ]
@@ -127,7 +131,7 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                     # topic ids are not secret: the id is echoed with the refusal, the name is not
                     topics.append(_error_topic(None, entry.topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
                 else:
-                    ops = access.operations(topic.name)
+                    ops = ops_of(topic.name)
                     topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener, ops))
                 continue
             if name in seen:
@@ -138,7 +142,7 @@ async def metadata(broker, ctx, request) -> MetadataResponse:
                 # whether it exists is not disclosed
                 topics.append(_error_topic(name, None, Errors.TOPIC_AUTHORIZATION_FAILED))
             elif topic is not None:
-                ops = access.operations(name)
+                ops = ops_of(name)
                 topics.append(topic_metadata(broker, topic, version, include_ops, ctx.listener, ops))
             elif allow_create and name not in access.creatable:
                 error = _error_topic(name, None, Errors.TOPIC_AUTHORIZATION_FAILED)
