@@ -250,13 +250,9 @@ _BATCH_CHECKS = [
     ),
     (
         "records.control-batch-from-client",
-        lambda: encode_batch(
-            [Record(0, now_ms(), b"k", b"v")],
-            is_control=True,
-            is_transactional=True,
-            producer_id=7,
-            producer_epoch=0,
-        ),
+        # not transactional: a transactional batch without a transactional id is refused before any
+        # validation (records.transactional-batch-without-transactional-id)
+        lambda: encode_batch([Record(0, now_ms(), b"k", b"v")], is_control=True),
         "LogValidator.validateBatch isControlBatch",
         "A control batch sent by a client (only the broker writes them) is refused with INVALID_RECORD.",
     ),
@@ -294,6 +290,22 @@ for _id, _make, _source, _text in _BATCH_CHECKS:
             family="records",
         )
     )
+
+
+@rule(
+    "records.transactional-batch-without-transactional-id",
+    api=PRODUCE,
+    versions=(3, 13),
+    family="records",
+    source="KafkaApis.handleProduceRequest hasTransactionalRecords",
+)
+async def transactional_without_id(s: RuleSession, version: int) -> None:
+    """A transactional batch in a Produce request without a transactional id is refused, whole, with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, before any topic or batch is looked at (with or without an
+    authorizer: the id must be there and writable)."""
+    data = encode_batch([Record(0, now_ms(), b"k", b"v")], is_transactional=True, producer_id=7, producer_epoch=0,
+                        base_sequence=0)  # fmt: skip
+    await _refused(s, version, data, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 
 @rule(

@@ -47,7 +47,7 @@ def _broker_side_error(binding: AclBinding) -> AclOutcome | None:
 
 
 async def create_acls(node, ctx, request) -> CreateAclsResponse:
-    # Authorization goes here: ALTER on the CLUSTER resource (authorizeClusterOperation); not checked yet.
+    # ALTER on the CLUSTER resource (authorizeClusterOperation) is asked by the broker before forwarding.
     try:
         bindings = creation_bindings(request, ctx.api_version)
     except MalformedAclRequest:
@@ -80,7 +80,7 @@ async def create_acls(node, ctx, request) -> CreateAclsResponse:
 
 
 async def delete_acls(node, ctx, request) -> DeleteAclsResponse:
-    # Authorization goes here: ALTER on the CLUSTER resource (authorizeClusterOperation); not checked yet.
+    # ALTER on the CLUSTER resource (authorizeClusterOperation) is asked by the broker before forwarding.
     try:
         filters = delete_filters(request, ctx.api_version)
     except MalformedAclRequest:
@@ -102,7 +102,7 @@ async def delete_acls(node, ctx, request) -> DeleteAclsResponse:
 
 def answer_describe(config, image, ctx, request) -> DescribeAclsResponse:
     """DescribeAcls from ``image`` for a node with ``config`` (the controller answers the same way)."""
-    # Authorization goes here: DESCRIBE on the CLUSTER resource (authorizeClusterOperation); not checked yet.
+    # DESCRIBE on the CLUSTER resource (authorizeClusterOperation) is asked by handlers.acls first.
     try:
         acl_filter = describe_filter(request, ctx.api_version)
     except MalformedAclRequest:

@@ -29,16 +29,21 @@ from ..acl_wire import (
 from ..controller.acl_apis import answer_describe
 from ..dispatch import CloseConnection
 from ..forwarding import ForwardingFailed, ask_controller
-from ..security.acls import AclBinding
+from ..security.acls import AclBinding, Operation
 from . import handles
+from .admin_access import cluster_allowed
 
 __all__ = ["create_acls", "delete_acls", "describe_acls"]
 
 _IMAGE_POLL_S = 0.01
+# AuthHelper.authorizeClusterOperation's exception names the request (its toString, not reproduced here)
+_REFUSED = "Request is not authorized."
 
 
 @handles(29)
 async def describe_acls(broker, ctx, request) -> DescribeAclsResponse:
+    if not cluster_allowed(broker, ctx, Operation.DESCRIBE):  # AclApis.handleDescribeAcls, checked first
+        return DescribeAclsResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, error_message=_REFUSED)
     return answer_describe(broker.config, broker.image, ctx, request)
 
 
@@ -58,6 +63,8 @@ async def create_acls(broker, ctx, request) -> CreateAclsResponse:
         raise CloseConnection from None
     except UnbuildableBinding:
         bindings = None  # the controller answers for it
+    if not cluster_allowed(broker, ctx, Operation.ALTER):  # AclApis.handleCreateAcls, before forwarding
+        return creation_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, _REFUSED)
     try:
         response = await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
@@ -74,6 +81,8 @@ async def delete_acls(broker, ctx, request) -> DeleteAclsResponse:
         delete_filters(request, ctx.api_version)
     except MalformedAclRequest:
         raise CloseConnection from None
+    if not cluster_allowed(broker, ctx, Operation.ALTER):  # AclApis.handleDeleteAcls, before forwarding
+        return filter_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, _REFUSED)
     try:
         response = await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:

@@ -7,8 +7,8 @@ whole response with its code and message and no entries. Altering is the control
 request whole, in process in combined mode. A controller that cannot be reached gets Kafka's own error
 response: every entry with the forwarding error (``AlterClientQuotasRequest.getErrorResponse``).
 
-Authorization comes with ACLs: Kafka requires DESCRIBE_CONFIGS on CLUSTER to describe and ALTER_CONFIGS
-on CLUSTER to alter. This broker's quota APIs check neither yet."""
+Authorization (KafkaApis): DESCRIBE_CONFIGS on CLUSTER to describe, ALTER_CONFIGS on CLUSTER to alter
+(asked here before forwarding); without it the request's error response, CLUSTER_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
@@ -18,13 +18,17 @@ from kconform.codecs.messages import AlterClientQuotasResponse, DescribeClientQu
 from ..cluster_metadata.client_quotas import DescribeRefused
 from ..controller.client_quotas import java_order
 from ..forwarding import ForwardingFailed, ask_controller
+from ..security.acls import Operation
 from . import handles
+from .admin_access import cluster_allowed
 
 __all__ = ["alter_client_quotas", "describe_client_quotas"]
 
 
 @handles(48)
 async def describe_client_quotas(broker, ctx, request) -> DescribeClientQuotasResponse:
+    if not cluster_allowed(broker, ctx, Operation.DESCRIBE_CONFIGS):
+        return DescribeClientQuotasResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, entries=None)
     try:
         found = broker.image.client_quotas.describe(request.components, request.strict)
     except DescribeRefused as exc:
@@ -48,6 +52,8 @@ async def describe_client_quotas(broker, ctx, request) -> DescribeClientQuotasRe
 @handles(49)
 async def alter_client_quotas(broker, ctx, request) -> AlterClientQuotasResponse:
     try:
+        if not cluster_allowed(broker, ctx, Operation.ALTER_CONFIGS):
+            raise ForwardingFailed(Errors.CLUSTER_AUTHORIZATION_FAILED)  # the same error response
         return await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
         Entry = AlterClientQuotasResponse.EntryData

@@ -5,7 +5,8 @@ endpoint type must be one Kafka knows (1 brokers, 2 controllers; any other is UN
 INVALID_REQUEST at v0) and the one this listener serves (brokers; asking a broker for controllers is
 MISMATCHED_ENDPOINT_TYPE); on error every other field keeps its default. A KRaft broker names a live
 broker as the controller (clients cannot reach KRaft controllers through it). Cluster authorized
-operations are filled only when asked for: with no authorizer, every operation on CLUSTER.
+operations are filled only when asked for: those the ACLs allow on CLUSTER, 0 without DESCRIBE on it (the
+request itself needs no ACL).
 
 v2 (KIP-1073) lists fenced brokers too when asked (include_fenced_brokers) and marks each broker's
 is_fenced: ``handleDescribeCluster`` walks ``metadataCache.getBrokerNodes`` and keeps a node when
@@ -18,13 +19,13 @@ from __future__ import annotations
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import DescribeClusterResponse
 
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import CLUSTER_NAME, authorized_operations
 from . import handles
+from .admin_access import cluster_allowed
 
 BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2
 _ENDPOINT_NAMES = {BROKER_ENDPOINTS: "BROKER", CONTROLLER_ENDPOINTS: "CONTROLLER"}
-# AclEntry.supportedOperations(CLUSTER): CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, as Utils.to32BitField.
-_ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _UNSET = -(2**31)
 
 
@@ -62,7 +63,14 @@ async def describe_cluster(broker, ctx, request) -> DescribeClusterResponse:
         cluster_id=broker.cluster_id,
         controller_id=broker.random_alive_broker_id(),
         brokers=brokers,
-        cluster_authorized_operations=(
-            _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _UNSET
-        ),
+        cluster_authorized_operations=_cluster_operations(broker, ctx, request),
     )
+
+
+def _cluster_operations(broker, ctx, request) -> int:
+    """AuthHelper.computeDescribeClusterResponse: the schema's default unless asked for."""
+    if not request.include_cluster_authorized_operations:
+        return _UNSET
+    if not cluster_allowed(broker, ctx, Operation.DESCRIBE):
+        return 0
+    return authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)

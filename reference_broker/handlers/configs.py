@@ -55,8 +55,10 @@ from ..config import (
 from ..controller.configs import not_served
 from ..forwarding import ForwardingFailed, ask_controller
 from ..java_hash_map import string_hash
+from ..security.acls import Operation
 from ..topic_names import topic_name_error
 from . import handles
+from .admin_access import AUTHORIZATION_MESSAGES, config_refusal
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = (
     ConfigResourceType.TOPIC,
@@ -201,16 +203,25 @@ async def describe_configs(broker, ctx, request) -> DescribeConfigsResponse:
                 for r in request.resources
             ]
         )
-    results = []
+    results, refused = [], []
     for resource in request.resources:
         result = Result(resource_type=resource.resource_type, resource_name=resource.resource_name)
+        # ConfigHelper: DESCRIBE_CONFIGS on the resource (the cluster for broker resources); the refused
+        # ones are answered after the others
+        refusal = config_refusal(
+            broker, ctx, Operation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if refusal is not None:
+            result.error_code, result.error_message = refusal, AUTHORIZATION_MESSAGES[refusal]
+            refused.append(result)
+            continue
         found = _described(broker, resource, request.include_synonyms)
         if isinstance(found, AdminError):
             result.error_code, result.error_message = found.code, found.message
         else:
             result.configs = [_config_result(entry) for entry in found]
         results.append(result)
-    return DescribeConfigsResponse(results=results)
+    return DescribeConfigsResponse(results=results + refused)
 
 
 # ---- AlterConfigs and IncrementalAlterConfigs -------------------------------------------------------
@@ -233,6 +244,11 @@ async def _alter(broker, ctx, request, *, incremental: bool) -> list[AdminError 
         else _preprocess(broker, r, incremental=incremental)
         for r in resources
     ]
+    # ControllerApis.authorizeAlterResource, asked here before forwarding: ALTER_CONFIGS on each resource
+    for i, r in enumerate(resources):
+        refusal = None if errors[i] else config_refusal(broker, ctx, Operation.ALTER_CONFIGS, *_key(r))
+        if refusal is not None:
+            errors[i] = AdminError(refusal, AUTHORIZATION_MESSAGES[refusal])
     remaining = [r for r, error in zip(resources, errors, strict=True) if error is None]
     if not remaining:
         return errors
@@ -251,6 +267,10 @@ async def _alter(broker, ctx, request, *, incremental: bool) -> list[AdminError 
         error if error is not None else results.get((r.resource_type, r.resource_name), _NO_RESULT)
         for r, error in zip(resources, errors, strict=True)
     ]
+
+
+def _key(resource) -> tuple[int, str]:
+    return resource.resource_type, resource.resource_name
 
 
 def _preprocess(broker, resource, *, incremental: bool) -> AdminError | None:

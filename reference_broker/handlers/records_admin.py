@@ -38,15 +38,18 @@ from kconform.codecs.messages import (
     OffsetForLeaderEpochResponse,
 )
 
-from ..security.authorization import topics_described_or_cluster_action
+from ..security.acls import Operation, ResourceType
+from ..security.authorization import allowed, filter_allowed, topics_described_or_cluster_action
 from ..storage import EpochEntry, LeaderEpochCache, OffsetOutOfRange
 from ..topic_names import INTERNAL_TOPICS, topic_name_error
 from . import handles
+from .admin_access import cluster_allowed
 
 _INVALID_LOW_WATERMARK = -1
 _NO_LEADER_EPOCH = -1
 # Errors.UNKNOWN_TOPIC_OR_PARTITION's own message, which new ApiError(error) carries.
 _UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+_TOPIC_REFUSED_MESSAGE = "Topic authorization failed."
 
 
 # ---- DeleteRecords ----------------------------------------------------------------------------------
@@ -76,11 +79,16 @@ async def delete_records(broker, ctx, request) -> DeleteRecordsResponse:
     for topic in request.topics:
         for p in topic.partitions:
             wanted.setdefault(topic.name, {})[p.partition_index] = p.offset
+    # KafkaApis.handleDeleteRecordsRequest: DELETE on each topic, asked before anyone looks whether it exists
+    deletable = filter_allowed(broker, ctx, Operation.DELETE, ResourceType.TOPIC, wanted)
     topics = []
     for name, offsets in wanted.items():
         partitions = []
         for index, offset in offsets.items():
-            code, low_watermark = _delete_records_in(broker, name, index, offset)
+            if name not in deletable:
+                code, low_watermark = Errors.TOPIC_AUTHORIZATION_FAILED, _INVALID_LOW_WATERMARK
+            else:
+                code, low_watermark = _delete_records_in(broker, name, index, offset)
             partitions.append(
                 DeleteRecordsResponse.DeleteRecordsPartitionResult(
                     partition_index=index, low_watermark=low_watermark, error_code=code
@@ -192,6 +200,8 @@ def _log_dir_result(broker, log_dir: str, wanted: set[tuple[str, int]] | None):
 
 @handles(35)
 async def describe_log_dirs(broker, ctx, request) -> DescribeLogDirsResponse:
+    if not cluster_allowed(broker, ctx, Operation.DESCRIBE):  # KafkaApis: no directories, the error
+        return DescribeLogDirsResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, results=[])
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, index) for t in request.topics for index in t.partitions}
@@ -242,6 +252,8 @@ async def describe_producers(broker, ctx, request) -> DescribeProducersResponse:
         reason = topic_name_error(topic.name)
         if reason is not None:
             topic_error = (Errors.INVALID_TOPIC_EXCEPTION, reason)
+        elif not allowed(broker, ctx, Operation.READ, ResourceType.TOPIC, topic.name):  # before existence
+            topic_error = (Errors.TOPIC_AUTHORIZATION_FAILED, _TOPIC_REFUSED_MESSAGE)
         elif topic.name not in broker.topics:
             topic_error = (Errors.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC_MESSAGE)
         partitions = []

@@ -7,25 +7,32 @@ request whole (Kafka's KRaft broker always forwards it), in process in combined 
 cannot be reached gets Kafka's own error response: every user named, sorted, with the forwarding error
 (``AlterUserScramCredentialsRequest.getErrorResponse``).
 
-Authorization comes with ACLs: Kafka requires DESCRIBE on the CLUSTER resource to describe (else the
-whole response is CLUSTER_AUTHORIZATION_FAILED), and the controller checks ALTER for altering. This
-broker has no authorizer yet and checks neither."""
+Authorization (KafkaApis): DESCRIBE on the CLUSTER resource to describe, else the request's error
+response (the top-level error and one result per user named); ALTER on it to alter, asked here before
+forwarding, else every user named refused."""
 
 from __future__ import annotations
 
+from kconform.codecs.errors import Errors
 from kconform.codecs.messages import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
 
 from ..forwarding import ForwardingFailed, ask_controller
+from ..security.acls import Operation
 from . import handles
+from .admin_access import cluster_allowed
 
 __all__ = ["alter_user_scram_credentials", "describe_user_scram_credentials"]
 
 
 @handles(50)
 async def describe_user_scram_credentials(broker, ctx, request) -> DescribeUserScramCredentialsResponse:
-    # Authorization goes here: DESCRIBE on CLUSTER (see the module docstring); nothing checks it yet.
     users = None if request.users is None else [u.name for u in request.users]
     Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+    if not cluster_allowed(broker, ctx, Operation.DESCRIBE):
+        refused = Errors.CLUSTER_AUTHORIZATION_FAILED  # the error's own exception: no message
+        return DescribeUserScramCredentialsResponse(
+            error_code=refused, results=[Result(user="", error_code=refused) for _ in users or ()]
+        )
     Info = DescribeUserScramCredentialsResponse.CredentialInfo
     return DescribeUserScramCredentialsResponse(
         results=[
@@ -43,6 +50,8 @@ async def describe_user_scram_credentials(broker, ctx, request) -> DescribeUserS
 @handles(51)
 async def alter_user_scram_credentials(broker, ctx, request) -> AlterUserScramCredentialsResponse:
     try:
+        if not cluster_allowed(broker, ctx, Operation.ALTER):
+            raise ForwardingFailed(Errors.CLUSTER_AUTHORIZATION_FAILED)  # the same error response
         return await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
         named = {d.name for d in request.deletions} | {u.name for u in request.upsertions}

@@ -14,8 +14,10 @@ from collections import Counter
 from kconform.codecs.errors import Errors
 from kconform.codecs.messages import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 
+from ..security.acls import Operation
 from ..topic_names import INTERNAL_TOPICS, topic_name_error
 from . import handles
+from .admin_access import cluster_allowed, topics_allowed
 
 
 class TopicError(Exception):
@@ -107,13 +109,30 @@ async def create_topics(broker, ctx, request) -> CreateTopicsResponse:
                 for name in counts
             ]
         )
-    results = []
+    # ControllerApis.createTopics: CREATE on the cluster or on each topic, else TOPIC_AUTHORIZATION_FAILED
+    # (answered after the others); DESCRIBE_CONFIGS on a topic to see its configs in the answer
+    single = [name for name, n in counts.items() if n == 1]
+    creatable = (
+        set(single)
+        if cluster_allowed(broker, ctx, Operation.CREATE)
+        else _topics(broker, ctx, Operation.CREATE, single)
+    )
+    describable = _topics(broker, ctx, Operation.DESCRIBE_CONFIGS, single)
+    results, refused = [], []
     for topic in request.topics:
         result = CreateTopicsResponse.CreatableTopicResult(name=topic.name)
         if counts[topic.name] > 1:
             result.error_code = Errors.INVALID_REQUEST
             result.error_message = f"Duplicate topic name {topic.name}"
             results.append(result)
+            continue
+        if topic.name not in creatable:
+            result.error_code, result.error_message = (
+                Errors.TOPIC_AUTHORIZATION_FAILED,
+                "Authorization failed.",
+            )
+            result.num_partitions = result.replication_factor = -1
+            refused.append(result)
             continue
         try:
             partitions, factor, replicas, configs = _check_new_topic(broker, topic)
@@ -126,7 +145,10 @@ async def create_topics(broker, ctx, request) -> CreateTopicsResponse:
         if not request.validate_only:
             created = broker.create_topic(topic.name, replicas, configs)
             result.topic_id = created.topic_id
-        if version >= 5:
+        if topic.name not in describable:  # ReplicationControlManager: no configs, no counts
+            result.num_partitions = result.replication_factor = -1
+            result.topic_config_error_code = Errors.TOPIC_AUTHORIZATION_FAILED
+        elif version >= 5:
             result.configs = [
                 CreateTopicsResponse.CreatableTopicConfigs(
                     name=entry.name,
@@ -141,7 +163,11 @@ async def create_topics(broker, ctx, request) -> CreateTopicsResponse:
     # names given twice are answered once, as Kafka's response map does
     seen: set[str] = set()
     unique = [r for r in results if not (r.name in seen or seen.add(r.name))]
-    return CreateTopicsResponse(topics=unique)
+    return CreateTopicsResponse(topics=unique + refused)
+
+
+def _topics(broker, ctx, operation: Operation, names) -> set[str]:
+    return topics_allowed(broker, ctx, operation, names)
 
 
 @handles(20)
@@ -153,6 +179,17 @@ async def delete_topics(broker, ctx, request) -> DeleteTopicsResponse:
         from kconform.codecs.constants import ZERO_UUID
 
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    # ControllerApis.deleteTopics: DELETE on the cluster or on each topic; a name the principal may not
+    # DESCRIBE is TOPIC_AUTHORIZATION_FAILED before anyone looks whether it exists
+    named = {broker.topics.get(n) for n, _ in wanted if n is not None} | {
+        broker.topics.by_id(i) for n, i in wanted if n is None
+    }
+    names = {n for n, _ in wanted if n is not None} | {t.name for t in named if t is not None}
+    if cluster_allowed(broker, ctx, Operation.DELETE):
+        describable = deletable = names
+    else:
+        describable = _topics(broker, ctx, Operation.DESCRIBE, names)
+        deletable = _topics(broker, ctx, Operation.DELETE, names)
     responses = []
     counts = Counter(w for w in wanted)
     for name, topic_id in wanted:
@@ -164,9 +201,14 @@ async def delete_topics(broker, ctx, request) -> DeleteTopicsResponse:
         elif name is not None and topic_id.int != 0:
             result.error_code = Errors.INVALID_REQUEST
             result.error_message = "A topic name and id were both given"
+        elif name is not None and name not in describable:
+            result.error_code = Errors.TOPIC_AUTHORIZATION_FAILED
         elif topic is None:
             result.error_code = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.UNKNOWN_TOPIC_OR_PARTITION
             result.error_message = "This server does not host this topic ID." if name is None else None
+        elif topic.name not in deletable:  # by id, the name only to whom may describe it
+            result.error_code = Errors.TOPIC_AUTHORIZATION_FAILED
+            result.name = topic.name if topic.name in describable else None
         elif topic.name in INTERNAL_TOPICS:
             result.error_code = Errors.TOPIC_AUTHORIZATION_FAILED
         else:
@@ -195,12 +237,16 @@ async def create_partitions(broker, ctx, request) -> CreatePartitionsResponse:
                 for name in counts
             ]
         )
+    # ControllerApis.createPartitions: ALTER on each topic, asked before anyone looks whether it exists
+    alterable = _topics(broker, ctx, Operation.ALTER, counts)
     results = []
     for entry in request.topics:
         result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=entry.name)
         topic = broker.topics.get(entry.name)
         if counts[entry.name] > 1:
             result.error_code, result.error_message = Errors.INVALID_REQUEST, "Duplicate topic name."
+        elif entry.name not in alterable:
+            result.error_code = Errors.TOPIC_AUTHORIZATION_FAILED
         elif topic is None:
             result.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
             result.error_message = f"Topic {entry.name} does not exist"

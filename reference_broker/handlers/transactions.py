@@ -248,6 +248,15 @@ async def describe_transactions(broker, ctx, request) -> DescribeTransactionsRes
     D = DescribeTransactionsResponse  # noqa: N806
     states = []
     for txn_id in request.transactional_ids:
+        # KafkaApis.handleDescribeTransactionsRequest: DESCRIBE on the id, and only the topics the
+        # principal may describe
+        if not allowed(broker, ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            states.append(
+                D.TransactionState(
+                    error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=txn_id
+                )
+            )  # every other field keeps the schema's default
+            continue
         meta = broker.transaction_coordinator.describe(txn_id)
         if meta is None:
             states.append(
@@ -264,7 +273,8 @@ async def describe_transactions(broker, ctx, request) -> DescribeTransactionsRes
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, index in sorted(meta.partitions):
-            by_topic.setdefault(topic, []).append(index)
+            if allowed(broker, ctx, Operation.DESCRIBE, ResourceType.TOPIC, topic):
+                by_topic.setdefault(topic, []).append(index)
         states.append(
             D.TransactionState(
                 error_code=Errors.NONE,
@@ -313,6 +323,7 @@ async def list_transactions(broker, ctx, request) -> ListTransactionsResponse:
                 producer_id=m.producer_id,
                 transaction_state=m.state.display,
             )
-            for m in listed
+            for m in listed  # KafkaApis: only the ids the principal may DESCRIBE
+            if allowed(broker, ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactional_id)
         ],
     )

@@ -16,10 +16,13 @@ bumped when the transaction ended). v1 markers are read as version 0
 
 from __future__ import annotations
 
+from kconform.codecs.errors import Errors
 from kconform.codecs.messages import WriteTxnMarkersResponse
 
+from ..security.acls import Operation
 from ..transactions.marker_writer import write_markers_replicated
 from . import handles
+from .admin_access import cluster_allowed
 
 R = WriteTxnMarkersResponse
 
@@ -27,6 +30,20 @@ R = WriteTxnMarkersResponse
 @handles(27)
 async def write_markers(broker, ctx, request) -> WriteTxnMarkersResponse:
     by_producer: dict[int, dict[tuple[str, int], int]] = {}
+    # KafkaApis.handleWriteTxnMarkersRequest: ALTER on the cluster, else CLUSTER_ACTION; without either
+    # the request's error response, every partition of every marker refused
+    if not (
+        cluster_allowed(broker, ctx, Operation.ALTER)
+        or cluster_allowed(broker, ctx, Operation.CLUSTER_ACTION)
+    ):
+        for marker in request.markers:
+            refused = {
+                (t.name, p): Errors.CLUSTER_AUTHORIZATION_FAILED
+                for t in marker.topics
+                for p in t.partition_indexes
+            }
+            by_producer.setdefault(marker.producer_id, {}).update(refused)
+        return WriteTxnMarkersResponse(markers=[_result(pid, codes) for pid, codes in by_producer.items()])
     for marker in request.markers:
         transaction_version = marker.transaction_version if ctx.api_version >= 2 else 0
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]

@@ -48,7 +48,8 @@ def run_node(
     async def main():
         props = {"node.id": "1", "log.dirs": str(data_dir)}
         if authorizer is not None:
-            props["authorizer.class.name"] = authorizer
+            # the client is ANONYMOUS: a super user, so that the ACL APIs' own CLUSTER checks let it through
+            props.update({"authorizer.class.name": authorizer, "super.users": "User:ANONYMOUS"})
         release = kafka_release(kafka_version) if kafka_version else None
         node = BrokerNode.from_config_file(None, props, kafka_release=release)
         host, port = await node.start("127.0.0.1", 0)
@@ -301,7 +302,12 @@ def test_librdkafkas_admin_client_creates_describes_and_deletes(tmp_path):
         return described, deleted
 
     async def main():
-        props = {"node.id": "1", "log.dirs": str(tmp_path), "authorizer.class.name": STANDARD}
+        props = {
+            "node.id": "1",
+            "log.dirs": str(tmp_path),
+            "authorizer.class.name": STANDARD,
+            "super.users": "User:ANONYMOUS",
+        }
         node = BrokerNode.from_config_file(None, props)
         host, port = await node.start("127.0.0.1", 0)
         try:
@@ -327,7 +333,11 @@ def test_brokers_forward_creations_and_describe_their_own_image_at_once(tmp_path
     (KafkaApis.maybeForwardToController); a DescribeAcls sent to the same broker right after sees them."""
     from kconform.reference_broker.cluster_processes import start_cluster
 
-    cluster = start_cluster(tmp_path / "cluster", 3, overrides={"authorizer.class.name": STANDARD})
+    cluster = start_cluster(
+        tmp_path / "cluster",
+        3,
+        overrides={"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"},
+    )
     try:
 
         def ask(broker_id: int, talk):
