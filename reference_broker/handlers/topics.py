@@ -181,10 +181,8 @@ async def delete_topics(broker, ctx, request) -> DeleteTopicsResponse:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     # ControllerApis.deleteTopics: DELETE on the cluster or on each topic; a name the principal may not
     # DESCRIBE is TOPIC_AUTHORIZATION_FAILED before anyone looks whether it exists
-    named = {broker.topics.get(n) for n, _ in wanted if n is not None} | {
-        broker.topics.by_id(i) for n, i in wanted if n is None
-    }
-    names = {n for n, _ in wanted if n is not None} | {t.name for t in named if t is not None}
+    found = [broker.topics.get(n) if n is not None else broker.topics.by_id(i) for n, i in wanted]
+    names = {n for n, _ in wanted if n is not None} | {t.name for t in found if t is not None}
     if cluster_allowed(broker, ctx, Operation.DELETE):
         describable = deletable = names
     else:
