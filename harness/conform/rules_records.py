@@ -303,8 +303,8 @@ async def transactional_without_id(s: RuleSession, version: int) -> None:
     """A transactional batch in a Produce request without a transactional id is refused, whole, with
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, before any topic or batch is looked at (with or without an
     authorizer: the id must be there and writable)."""
-    data = encode_batch([Record(0, now_ms(), b"k", b"v")], is_transactional=True, producer_id=7, producer_epoch=0,
-                        base_sequence=0)  # fmt: skip
+    records = [Record(0, now_ms(), b"k", b"v")]
+    data = encode_batch(records, is_transactional=True, producer_id=7, producer_epoch=0, base_sequence=0)
     await _refused(s, version, data, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 
