@@ -135,9 +135,6 @@ def _name(value: int) -> str:
         return str(value)
 
 
-# CreateTopics, DeleteTopics and CreatePartitions are forwarded whole to the controller (forwarding.py),
-# which has no authorizer and trusts the broker; the broker never asks the rules handlers/topics.py holds,
-# so Kafka's ControllerApis checks are not enforced yet. Strict: these fail loudly once they are.
 # Not enforced yet, so not run: CreateTopics, DeleteTopics and CreatePartitions are forwarded whole to
 # the controller, which has no principal for them (Kafka's controller authorizes with the principal the
 # Envelope carries). Their cases stay in the table for when it does.
