@@ -11,7 +11,6 @@ named after it, so cases do not see each other's ACLs."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 
@@ -26,7 +25,6 @@ from kconform.codecs.messages import (
     MetadataRequest,
     OffsetCommitRequest,
 )
-from kconform.reference_broker.node import BrokerNode
 from kconform.reference_broker.security.acls import AclBinding, PatternType, Permission
 from kconform.reference_broker.security.acls import Operation as Op
 from kconform.reference_broker.security.acls import ResourceType as Rt
@@ -50,58 +48,10 @@ from ...support.authorization_cases import (
     names_of,
     produce,
 )
+from ...support.authorized_node import LiveNode
 from ...support.sasl_raw import sasl_client
 
-STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
-USERS = ["admin", "reader", "nobody"] + [f"{kind}_{case.id}" for case in CASES for kind in ("deny", "allow")]
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-secret" '
-    + " ".join(f'user_{user}="{user}-secret"' for user in USERS)
-    + ";"
-)
-
-
-class LiveNode:
-    """A node on an event loop of its own thread, so that one node serves the whole module."""
-
-    def __init__(self, data_dir) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        props = {
-            "node.id": "1",
-            "log.dirs": str(data_dir),
-            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-            "authorizer.class.name": STANDARD,
-            "super.users": "User:admin",
-        }
-        self.node = BrokerNode.from_config_file(None, props)
-        self.run(self.node.start())
-        bound = {li.name: (li.host, li.port) for li in self.node.listeners.bound}
-        self.sasl_address = bound["SASL_PLAINTEXT"]
-
-    def run(self, coro, timeout: float = 60):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def call(self, user: str, api_key: int, version: int, body):
-        async def exchange():
-            client = await sasl_client(*self.sasl_address, user, f"{user}-secret")
-            async with client:
-                return await client.call(api_key, version, body, timeout=20)
-
-        return self.run(exchange())
-
-    def close(self) -> None:
-        try:
-            self.run(self.node.stop())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(10)
+USERS = ["reader", "nobody"] + [f"{kind}_{case.id}" for case in CASES for kind in ("deny", "allow")]
 
 
 def _wait_for_coordinator(live: LiveNode, key_type: int, key: str) -> None:
@@ -131,7 +81,7 @@ def _commit_as_admin(live: LiveNode, group: str) -> None:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    node = LiveNode(tmp_path_factory.mktemp("authz") / "data")
+    node = LiveNode(tmp_path_factory.mktemp("authz") / "data", USERS)
     try:
         topics = [
             CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
