@@ -42,6 +42,10 @@ class UnbuildableBinding(ValueError):
     """A creation Kafka cannot make an ``AclBinding`` of: the whole request fails."""
 
 
+# AclApis refusing a principal without the cluster operation: ``authorizeClusterOperation``'s text
+NOT_AUTHORIZED = "Request is not authorized."
+
+
 def _pattern_type(code: int, version: int, *, is_filter: bool) -> int:
     if version == 0:
         if is_filter and code == PatternType.ANY:

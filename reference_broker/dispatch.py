@@ -73,10 +73,18 @@ class Dispatcher:
         versions = self._served.get(api_key)
         return versions is not None and versions[0] <= version <= versions[1]
 
-    async def handle(self, frame: bytes, *, peer: str, connection_id: int, connection=None):
+    async def handle(
+        self,
+        frame: bytes,
+        *,
+        peer: str,
+        connection_id: int,
+        connection=None,
+        principal: KafkaPrincipal | None = None,
+    ):
         """The response frame (without size prefix) as ``(buffer, splices, size)`` (see
         ``encode_response_spliced``), or None when no response is due; raises CloseConnection when the
-        connection must be closed."""
+        connection must be closed. ``principal`` is a forwarded request's (the Envelope's)."""
         try:
             header, body_offset = decode_request_header(frame)
         except DecodeError as exc:
@@ -111,6 +119,8 @@ class Dispatcher:
         )
         if connection is not None:  # a client connection (None: in-process and forwarded requests)
             ctx.listener, ctx.principal = connection.listener, connection.principal
+        elif principal is not None:
+            ctx.principal = principal
         log.debug("%s v%s from %s (connection %d)", schema.name, version, peer, connection_id)
         started = time.perf_counter_ns()
         try:

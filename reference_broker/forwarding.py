@@ -1,10 +1,12 @@
 """Requests a broker passes to the controller (Kafka's ``ForwardingManager``): topic creation and
 deletion, new partitions, leader elections and reassignments change the metadata only the controller
 writes. The client's whole request goes inside an Envelope; the controller's whole response comes
-back inside one and is given to the client as the broker's own answer. In combined mode the
-controller's handler is called in process with the decoded request. A controller that cannot be
-reached is answered as Kafka's broker answers then: the request's own error response with
-REQUEST_TIMED_OUT where the response has a place for it.
+back inside one and is given to the client as the broker's own answer. The Envelope carries the
+client's principal and address, so the controller authorizes the request as the client's; in combined
+mode the controller's handler is called in process with the decoded request and the same principal.
+A controller that cannot be reached is answered as Kafka's ``ForwardingManager`` answers then: the
+request's own error response (``forwarding_errors``) with REQUEST_TIMED_OUT; an Envelope error is
+UNKNOWN_SERVER_ERROR to the client, except UNSUPPORTED_VERSION, which closes the client's connection.
 
 A handler that does part of the work itself (AlterConfigs, IncrementalAlterConfigs) forwards what is
 left with ``ask_controller``: a new body under the client's header (``forwardRequest(originalRequest,
@@ -20,7 +22,10 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.framing import decode_response, encode_request
 from kconform.codecs.messages import EnvelopeRequest
 
+from .dispatch import CloseConnection
+from .forwarding_errors import error_message, request_error_response
 from .handlers import Handler
+from .security.principal_serde import serialize as serialize_principal
 
 __all__ = ["FORWARDED_APIS", "ForwardingFailed", "ask_controller", "broker_handlers", "forwarding_handlers"]
 
@@ -56,11 +61,15 @@ async def ask_controller(broker, ctx, request, *, frame: bytes | memoryview | No
     under the client's header."""
     local = broker.controller_node
     if local is not None:  # combined mode: the controller is in this process
-        return await local.call(ctx.api_key, request, version=ctx.api_version, peer=ctx.peer)
+        return await local.call(
+            ctx.api_key, request, version=ctx.api_version, peer=ctx.peer, principal=ctx.principal
+        )
     if frame is None:
         frame = encode_request(ctx.api_key, ctx.api_version, ctx.correlation_id, ctx.client_id, request)
     envelope = EnvelopeRequest(
-        request_data=bytes(frame), request_principal=b"", client_host_address=_client_address(ctx.peer)
+        request_data=bytes(frame),
+        request_principal=serialize_principal(ctx.principal),
+        client_host_address=_client_address(ctx.peer),
     )
     timeout_s = int(broker.config["request.timeout.ms"]) / 1000
     try:
@@ -68,8 +77,15 @@ async def ask_controller(broker, ctx, request, *, frame: bytes | memoryview | No
     except ConnectionError as exc:
         log.info("forwarding API %d to the controller failed: %s", ctx.api_key, exc)
         raise ForwardingFailed(Errors.REQUEST_TIMED_OUT) from exc
+    if answer.error_code == Errors.UNSUPPORTED_VERSION:
+        # the controller's versions changed under the connection: the client reconnects and asks again
+        raise CloseConnection
     if answer.error_code != Errors.NONE or answer.response_data is None:
-        raise ForwardingFailed(answer.error_code or Errors.UNKNOWN_SERVER_ERROR)
+        # an Envelope error is a broker misconfiguration, not the client's: Kafka does not pass it on
+        log.warning(
+            "the controller refused the Envelope for API %d: error %d", ctx.api_key, answer.error_code
+        )
+        raise ForwardingFailed(Errors.UNKNOWN_SERVER_ERROR)
     try:
         _header, body = decode_response(answer.response_data, ctx.api_key, ctx.api_version)
     except DecodeError as exc:
@@ -82,16 +98,9 @@ async def forward(broker, ctx, request):
     try:
         return await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
-        return _error(ctx, exc.code)
-
-
-def _error(ctx, code: int):
-    from kconform.codecs import api_schema
-
-    response = api_schema(ctx.api_key).response()
-    if hasattr(response, "error_code"):
-        response.error_code = code
-    return response
+        return request_error_response(
+            ctx.api_key, ctx.api_version, request, exc.code, error_message(exc.code)
+        )
 
 
 def broker_handlers() -> dict[int, Handler]:

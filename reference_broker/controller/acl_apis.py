@@ -15,6 +15,7 @@ from kconform.codecs.messages import CreateAclsResponse, DeleteAclsResponse, Des
 
 from ..acl_authorizer import authorizer_configured
 from ..acl_wire import (
+    NOT_AUTHORIZED,
     MalformedAclRequest,
     UnbuildableBinding,
     creation_bindings,
@@ -26,11 +27,12 @@ from ..acl_wire import (
     matching_acl,
 )
 from ..dispatch import CloseConnection
-from ..security.acls import AclBinding, ResourceType
+from ..handlers.admin_access import cluster_allowed
+from ..security.acls import AclBinding, Operation, ResourceType
 from ..security.authorizer import CLUSTER_NAME
 from .acls import AclOutcome
 
-__all__ = ["answer_describe", "create_acls", "delete_acls"]
+__all__ = ["answer_describe", "create_acls", "delete_acls", "describe_acls"]
 
 NO_AUTHORIZER = "No Authorizer is configured."
 
@@ -47,13 +49,14 @@ def _broker_side_error(binding: AclBinding) -> AclOutcome | None:
 
 
 async def create_acls(node, ctx, request) -> CreateAclsResponse:
-    # ALTER on the CLUSTER resource (authorizeClusterOperation) is asked by the broker before forwarding.
     try:
         bindings = creation_bindings(request, ctx.api_version)
     except MalformedAclRequest:
         raise CloseConnection from None
     except UnbuildableBinding:
         bindings = None
+    if not cluster_allowed(node.controller, ctx, Operation.ALTER):  # authorizeClusterOperation
+        return creation_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, NOT_AUTHORIZED)
     if not authorizer_configured(node.controller.config):
         return creation_error_response(request, Errors.SECURITY_DISABLED, NO_AUTHORIZER)
     if bindings is None:  # IllegalArgumentException: ApiError keeps no message for UNKNOWN_SERVER_ERROR
@@ -80,11 +83,12 @@ async def create_acls(node, ctx, request) -> CreateAclsResponse:
 
 
 async def delete_acls(node, ctx, request) -> DeleteAclsResponse:
-    # ALTER on the CLUSTER resource (authorizeClusterOperation) is asked by the broker before forwarding.
     try:
         filters = delete_filters(request, ctx.api_version)
     except MalformedAclRequest:
         raise CloseConnection from None
+    if not cluster_allowed(node.controller, ctx, Operation.ALTER):  # authorizeClusterOperation
+        return filter_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, NOT_AUTHORIZED)
     if not authorizer_configured(node.controller.config):
         return filter_error_response(request, Errors.SECURITY_DISABLED, NO_AUTHORIZER)
     Result = DeleteAclsResponse.DeleteAclsFilterResult
@@ -100,9 +104,18 @@ async def delete_acls(node, ctx, request) -> DeleteAclsResponse:
     )
 
 
+def describe_acls(node, ctx, request) -> DescribeAclsResponse:
+    """DescribeAcls on a broker or the controller (``node``: its ``config``, ``image`` and
+    ``authorizer``): DESCRIBE on the cluster first (``AclApis.handleDescribeAcls``), then the matches."""
+    if not cluster_allowed(node, ctx, Operation.DESCRIBE):
+        return DescribeAclsResponse(
+            error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, error_message=NOT_AUTHORIZED
+        )
+    return answer_describe(node.config, node.image, ctx, request)
+
+
 def answer_describe(config, image, ctx, request) -> DescribeAclsResponse:
-    """DescribeAcls from ``image`` for a node with ``config`` (the controller answers the same way)."""
-    # DESCRIBE on the CLUSTER resource (authorizeClusterOperation) is asked by handlers.acls first.
+    """DescribeAcls from ``image`` for a node with ``config``, once the principal may ask."""
     try:
         acl_filter = describe_filter(request, ctx.api_version)
     except MalformedAclRequest:

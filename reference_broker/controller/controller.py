@@ -90,6 +90,14 @@ class Controller(NodeSettings):
     def topics(self) -> ClusterImage:
         return self.metadata.image
 
+    @property
+    def authorizer(self):
+        """The controller's own ``Authorizer`` over its image's ACLs (``ControllerApis`` authorizes the
+        requests it serves, forwarded ones as the Envelope's principal); None without one."""
+        from ..acl_authorizer import authorizer_for
+
+        return authorizer_for(self.config, self.image.acl_entries)
+
     def close(self) -> None:
         self.metadata.close()
 

@@ -21,22 +21,25 @@ from kconform.codecs.messages import (
     BrokerRegistrationResponse,
     DescribeClusterResponse,
     ElectLeadersResponse,
-    EnvelopeResponse,
     FetchResponse,
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse,
 )
 from kconform.codecs.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 
-from ..dispatch import CloseConnection, whole_frame
+from ..forwarding_errors import request_error_response
 from ..handlers import Handler, handles
 from ..handlers import api_versions as _api_versions
 from ..handlers import topics as _topics
+from ..handlers.admin_access import cluster_allowed
+from ..security.acls import Operation
 from . import acl_apis as _acl_apis
+from .access import refused_unless_cluster
 from .brokers import Refused
 from .client_quotas import alter_response
 from .configs import not_served
 from .controller import METADATA_WATCH_KEY
+from .envelope import answer_envelope
 from .partition_change import Election
 
 __all__ = ["CONTROLLER_HANDLERS"]
@@ -112,17 +115,7 @@ async def allocate_producer_ids(node, ctx, request) -> AllocateProducerIdsRespon
     return AllocateProducerIdsResponse(error_code=Errors.NONE, producer_id_start=first, producer_id_len=count)
 
 
-@handles(58, registry=CONTROLLER_HANDLERS)
-async def envelope(node, ctx, request) -> EnvelopeResponse:
-    """A forwarded request: handled as if its client had sent it here, its whole response frame sent
-    back (``ControllerApis.handleEnvelopeRequest``); a request that cannot be read is INVALID_REQUEST."""
-    try:
-        answer = await node.dispatcher.handle(
-            bytes(request.request_data), peer=ctx.peer, connection_id=ctx.connection_id
-        )
-    except CloseConnection:
-        return EnvelopeResponse(error_code=Errors.INVALID_REQUEST, response_data=None)
-    return EnvelopeResponse(error_code=Errors.NONE, response_data=whole_frame(answer))
+handles(58, registry=CONTROLLER_HANDLERS)(answer_envelope)
 
 
 @handles(60, registry=CONTROLLER_HANDLERS)
@@ -146,6 +139,8 @@ async def elect_leaders(node, ctx, request) -> ElectLeadersResponse:
     """``ReplicationControlManager.electLeaders``: a null partition list means every partition
     (preferred elections only); per partition UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED,
     PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    if (refusal := refused_unless_cluster(node, ctx, request, Operation.ALTER)) is not None:
+        return refusal
     controller = node.controller
     kind = _ELECTION_TYPES.get(request.election_type if ctx.api_version >= 1 else 0)
     if kind is None:
@@ -222,6 +217,8 @@ async def metadata_fetch(node, ctx, request) -> FetchResponse:
 async def alter_partition_reassignments(node, ctx, request) -> AlterPartitionReassignmentsResponse:
     """``ReplicationControlManager.alterPartitionReassignments``: each partition moves to its target
     replicas (or, with null replicas, back from a reassignment in progress)."""
+    if (refusal := refused_unless_cluster(node, ctx, request, Operation.ALTER)) is not None:
+        return refusal
     controller = node.controller
     responses = []
     for topic in request.topics:
@@ -248,6 +245,8 @@ async def alter_partition_reassignments(node, ctx, request) -> AlterPartitionRea
 @handles(46, registry=CONTROLLER_HANDLERS)
 async def list_partition_reassignments(node, ctx, request) -> ListPartitionReassignmentsResponse:
     """Only partitions being reassigned are listed; unknown topics are left out."""
+    if (refusal := refused_unless_cluster(node, ctx, request, Operation.DESCRIBE)) is not None:
+        return refusal
     image = node.controller.image
     if request.topics is None:
         wanted = [(t.name, None) for t in image]
@@ -338,24 +337,24 @@ async def incremental_alter_configs(node, ctx, request) -> IncrementalAlterConfi
 @handles(51, registry=CONTROLLER_HANDLERS)
 async def alter_user_scram_credentials(node, ctx, request) -> AlterUserScramCredentialsResponse:
     """``ControllerApis.handleAlterUserScramCredentials``: the rules are ``controller.scram``'s."""
-    # Authorization goes here: Kafka requires ALTER on the CLUSTER resource first
-    # (authorizeClusterOperation), refusing the whole request with CLUSTER_AUTHORIZATION_FAILED. This
-    # node has no authorizer yet, so nothing is checked.
+    if not cluster_allowed(node.controller, ctx, Operation.ALTER):  # authorizeClusterOperation, first
+        return request_error_response(51, ctx.api_version, request, Errors.CLUSTER_AUTHORIZATION_FAILED)
     return AlterUserScramCredentialsResponse(results=node.controller.alter_scram_credentials(request))
 
 
 @handles(49, registry=CONTROLLER_HANDLERS)
 async def alter_client_quotas(node, ctx, request):
     """``ControllerApis.handleAlterClientQuotas``: the rules are ``controller.client_quotas``'s."""
-    # Authorization goes here: ALTER_CONFIGS on CLUSTER (no authorizer checks it yet).
+    if not cluster_allowed(node.controller, ctx, Operation.ALTER_CONFIGS):
+        return request_error_response(49, ctx.api_version, request, Errors.CLUSTER_AUTHORIZATION_FAILED)
     results = node.controller.alter_client_quotas(request.entries, request.validate_only)
     return alter_response(results)
 
 
 @handles(29, registry=CONTROLLER_HANDLERS)
 async def describe_acls(node, ctx, request):
-    """``ControllerApis`` serves DescribeAcls from the controller's own image."""
-    return _acl_apis.answer_describe(node.controller.config, node.controller.image, ctx, request)
+    """``ControllerApis`` serves DescribeAcls from the controller's own image, as a broker does."""
+    return _acl_apis.describe_acls(node.controller, ctx, request)
 
 
 handles(30, registry=CONTROLLER_HANDLERS)(_acl_apis.create_acls)

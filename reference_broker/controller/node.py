@@ -14,6 +14,7 @@ from ..dispatch import Dispatcher, RequestContext
 from ..meta_properties import load_or_create
 from ..planted import install as install_planted_bugs
 from ..purgatory import Purgatory
+from ..security.principals import ANONYMOUS, KafkaPrincipal
 from ..server import BrokerServer
 from .controller import Controller
 from .handlers import CONTROLLER_HANDLERS
@@ -102,9 +103,19 @@ class ControllerNode:
     def connection_closed(self, connection_id: int) -> None:
         pass
 
-    async def call(self, api_key: int, request, *, version: int | None = None, peer: str = "in-process"):
-        """Handle a request from the broker in this process, as if it had come over the listener."""
+    async def call(
+        self,
+        api_key: int,
+        request,
+        *,
+        version: int | None = None,
+        peer: str = "in-process",
+        principal: KafkaPrincipal = ANONYMOUS,
+    ):
+        """Handle a request from the broker in this process, as if it had come over the listener in an
+        Envelope: authorized as the client's ``principal`` at the client's ``peer`` address."""
         handler = CONTROLLER_HANDLERS[api_key]
         version = handler.max_version if version is None else version
         ctx = RequestContext(None, api_key, version, 0, "in-process broker", peer, -1)
+        ctx.principal = principal
         return await handler.fn(self, ctx, request)

@@ -19,6 +19,7 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.messages import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
 
 from ..acl_wire import (
+    NOT_AUTHORIZED,
     MalformedAclRequest,
     UnbuildableBinding,
     creation_bindings,
@@ -26,7 +27,7 @@ from ..acl_wire import (
     delete_filters,
     filter_error_response,
 )
-from ..controller.acl_apis import answer_describe
+from ..controller.acl_apis import describe_acls as answer_describe_acls
 from ..dispatch import CloseConnection
 from ..forwarding import ForwardingFailed, ask_controller
 from ..security.acls import AclBinding, Operation
@@ -36,15 +37,12 @@ from .admin_access import cluster_allowed
 __all__ = ["create_acls", "delete_acls", "describe_acls"]
 
 _IMAGE_POLL_S = 0.01
+
+
 # AuthHelper.authorizeClusterOperation's exception names the request (its toString, not reproduced here)
-_REFUSED = "Request is not authorized."
-
-
 @handles(29)
 async def describe_acls(broker, ctx, request) -> DescribeAclsResponse:
-    if not cluster_allowed(broker, ctx, Operation.DESCRIBE):  # AclApis.handleDescribeAcls, checked first
-        return DescribeAclsResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, error_message=_REFUSED)
-    return answer_describe(broker.config, broker.image, ctx, request)
+    return answer_describe_acls(broker, ctx, request)
 
 
 async def _until_image_shows(broker, shown) -> None:
@@ -64,7 +62,7 @@ async def create_acls(broker, ctx, request) -> CreateAclsResponse:
     except UnbuildableBinding:
         bindings = None  # the controller answers for it
     if not cluster_allowed(broker, ctx, Operation.ALTER):  # AclApis.handleCreateAcls, before forwarding
-        return creation_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, _REFUSED)
+        return creation_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, NOT_AUTHORIZED)
     try:
         response = await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
@@ -82,7 +80,7 @@ async def delete_acls(broker, ctx, request) -> DeleteAclsResponse:
     except MalformedAclRequest:
         raise CloseConnection from None
     if not cluster_allowed(broker, ctx, Operation.ALTER):  # AclApis.handleDeleteAcls, before forwarding
-        return filter_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, _REFUSED)
+        return filter_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED, NOT_AUTHORIZED)
     try:
         response = await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:

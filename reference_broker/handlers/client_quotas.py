@@ -18,6 +18,7 @@ from kconform.codecs.messages import AlterClientQuotasResponse, DescribeClientQu
 from ..cluster_metadata.client_quotas import DescribeRefused
 from ..controller.client_quotas import java_order
 from ..forwarding import ForwardingFailed, ask_controller
+from ..forwarding_errors import error_message, request_error_response
 from ..security.acls import Operation
 from . import handles
 from .admin_access import cluster_allowed
@@ -56,17 +57,4 @@ async def alter_client_quotas(broker, ctx, request) -> AlterClientQuotasResponse
             raise ForwardingFailed(Errors.CLUSTER_AUTHORIZATION_FAILED)  # the same error response
         return await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
-        Entry = AlterClientQuotasResponse.EntryData
-        Entity = AlterClientQuotasResponse.EntityData
-        return AlterClientQuotasResponse(
-            entries=[
-                Entry(
-                    error_code=exc.code,
-                    error_message=None,  # ApiError.fromThrowable: an error's own exception has no message
-                    entity=[
-                        Entity(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity
-                    ],
-                )
-                for entry in request.entries
-            ]
-        )
+        return request_error_response(49, ctx.api_version, request, exc.code, error_message(exc.code))

@@ -17,6 +17,7 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.messages import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
 
 from ..forwarding import ForwardingFailed, ask_controller
+from ..forwarding_errors import error_message, request_error_response
 from ..security.acls import Operation
 from . import handles
 from .admin_access import cluster_allowed
@@ -54,10 +55,4 @@ async def alter_user_scram_credentials(broker, ctx, request) -> AlterUserScramCr
             raise ForwardingFailed(Errors.CLUSTER_AUTHORIZATION_FAILED)  # the same error response
         return await ask_controller(broker, ctx, request, frame=ctx.frame)
     except ForwardingFailed as exc:
-        named = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
-        users = sorted(named, key=lambda user: user.encode("utf-16-be"))  # Java's String order
-        Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
-        # ApiError.fromThrowable leaves the message null for an error's own exception
-        return AlterUserScramCredentialsResponse(
-            results=[Result(user=user, error_code=exc.code, error_message=None) for user in users]
-        )
+        return request_error_response(51, ctx.api_version, request, exc.code, error_message(exc.code))

@@ -10,6 +10,7 @@ from kconform.codecs.errors import Errors
 from kconform.codecs.messages import (
     AlterClientQuotasRequest,
     AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest,
     AlterUserScramCredentialsRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
@@ -25,7 +26,9 @@ from kconform.codecs.messages import (
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
     ListTransactionsRequest,
     WriteTxnMarkersRequest,
 )
@@ -164,6 +167,17 @@ def _alter_quotas(user):
     return 49, 1, R(entries=[entry], validate_only=True)
 
 
+def _elect_leaders():
+    wanted = ElectLeadersRequest.TopicPartitions(topic=TOPIC, partitions=[0])
+    return 43, 2, ElectLeadersRequest(election_type=0, topic_partitions=[wanted], timeout_ms=5000)
+
+
+def _cancel_reassignment():
+    R = AlterPartitionReassignmentsRequest  # noqa: N806
+    partition = R.ReassignablePartition(partition_index=0, replicas=None)
+    return 45, 0, R(timeout_ms=5000, topics=[R.ReassignableTopic(name=TOPIC, partitions=[partition])])
+
+
 LISTED_TRANSACTION = names_of("list-transactions-describe")["txn"]  # begun by admin in the set-up
 
 
@@ -261,6 +275,15 @@ CASES = [
     Case("describe-client-quotas-cluster-describe-configs",
          lambda n: (48, 1, DescribeClientQuotasRequest(components=[], strict=False)), _top,
          E.CLUSTER_AUTHORIZATION_FAILED, E.NONE, (_cluster(Op.DESCRIBE_CONFIGS),)),
+    # ElectLeaders and AlterPartitionReassignments: ALTER on the cluster, ListPartitionReassignments
+    # DESCRIBE, else the request's error response (ControllerApis.authorizeClusterOperation)
+    Case("elect-leaders-cluster-alter", lambda n: _elect_leaders(), _top,
+         E.CLUSTER_AUTHORIZATION_FAILED, E.NONE, (_cluster(Op.ALTER),)),
+    Case("alter-partition-reassignments-cluster-alter", lambda n: _cancel_reassignment(), _top,
+         E.CLUSTER_AUTHORIZATION_FAILED, E.NONE, (_cluster(Op.ALTER),)),
+    Case("list-partition-reassignments-cluster-describe",
+         lambda n: (46, 0, ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None)), _top,
+         E.CLUSTER_AUTHORIZATION_FAILED, E.NONE, (_cluster(Op.DESCRIBE),)),
 ]  # fmt: skip
 
 # the cases whose topic ``new-<case>`` the set-up creates (the others name a topic that does not exist)

@@ -85,17 +85,7 @@ def _name(value: int) -> str:
         return str(value)
 
 
-# Not enforced yet, so not run: CreateTopics, DeleteTopics and CreatePartitions are forwarded whole to
-# the controller, which has no principal for them (Kafka's controller authorizes with the principal the
-# Envelope carries). Their cases stay in the table for when it does.
-NOT_ENFORCED_YET = {
-    "create-topics-cluster-create",
-    "create-topics-topic-create",
-    "delete-topics-topic-delete",
-    "delete-topics-unknown-topic-describe",
-    "create-partitions-topic-alter",
-}
-PARAMS = [pytest.param(case, id=case.id) for case in CASES if case.id not in NOT_ENFORCED_YET]
+PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
 
 @pytest.mark.parametrize("case", PARAMS)
