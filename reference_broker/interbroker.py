@@ -21,6 +21,8 @@ from kconform.codecs import FrameDecoder, api_schema, encode_request, size_prefi
 from kconform.codecs.framing import decode_response_lenient
 from kconform.codecs.messages import ApiVersionsRequest
 
+from .interbroker_login import sasl_login
+
 __all__ = ["BrokerChannels", "InterBrokerConnection", "NodeChannel", "PeerUnavailable", "UnsupportedByPeer"]
 
 _API_VERSIONS = 18
@@ -54,23 +56,31 @@ class InterBrokerConnection:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, *, client_id: str, timeout_s: float
+        cls, host: str, port: int, *, client_id: str, timeout_s: float, security=None
     ) -> InterBrokerConnection:
-        """Open the socket and learn the peer's API versions, all within ``timeout_s``."""
+        """Open the socket and learn the peer's API versions, all within ``timeout_s``; with
+        ``security`` (a ``PeerSecurity``) over TLS and/or logged in with SASL."""
         peer = f"{host}:{port}"
         conn = None
+        context = security.ssl_context if security is not None else None
         try:
             async with asyncio.timeout(timeout_s):
-                reader, writer = await asyncio.open_connection(host, port)
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=context, server_hostname=host if context is not None else None
+                )
                 conn = cls(reader, writer, peer=peer, client_id=client_id)
                 await conn._negotiate(timeout_s)
+                if security is not None and security.mechanism is not None:
+                    refusal = await sasl_login(conn, security, timeout_s)
+                    if refusal is not None:  # the peer may have closed already: its reason is this one
+                        raise PeerUnavailable(f"{peer}: SASL login failed: {refusal}")
         except BaseException as exc:
             if conn is not None:
                 conn.close()
             if isinstance(exc, TimeoutError):
                 stage = "no connection" if conn is None else "no ApiVersions answer"
                 raise PeerUnavailable(f"{peer}: {stage} within {timeout_s}s") from exc
-            if isinstance(exc, OSError) and not isinstance(exc, PeerUnavailable):
+            if isinstance(exc, OSError) and not isinstance(exc, PeerUnavailable):  # TLS failures too
                 raise PeerUnavailable(f"{peer}: connect failed: {exc}") from exc
             raise
         return conn
@@ -229,8 +239,10 @@ class NodeChannel:
         connect_timeout_s: float = 5.0,
         reconnect_backoff_s: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        security=None,
     ) -> None:
         self._address = address if callable(address) else (lambda: address)
+        self.security = security  # a PeerSecurity for a secured listener, else None
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_backoff_s = reconnect_backoff_s
@@ -281,7 +293,11 @@ class NodeChannel:
             host, port = address
             try:
                 self._conn = await InterBrokerConnection.connect(
-                    host, port, client_id=self.client_id, timeout_s=self.connect_timeout_s
+                    host,
+                    port,
+                    client_id=self.client_id,
+                    timeout_s=self.connect_timeout_s,
+                    security=self.security,
                 )
             except PeerUnavailable:
                 self._failed_at = self._clock()
@@ -295,16 +311,19 @@ class BrokerChannels:
     ``NetworkClient`` to other brokers, as the transaction marker and AddPartitionsToTxn managers
     keep one)."""
 
-    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], *, client_id: str) -> None:
+    def __init__(
+        self, address_of: Callable[[int], tuple[str, int] | None], *, client_id: str, security=None
+    ) -> None:
         self._address_of = address_of
         self._client_id = client_id
+        self._security = security
         self._channels: dict[int, NodeChannel] = {}
 
     async def send(self, broker_id: int, api_key: int, body, *, version: int | None = None, timeout_s: float):
         channel = self._channels.get(broker_id)
         if channel is None:
             channel = self._channels[broker_id] = NodeChannel(
-                lambda: self._address_of(broker_id), client_id=self._client_id
+                lambda: self._address_of(broker_id), client_id=self._client_id, security=self._security
             )
         return await channel.send(api_key, body, version=version, timeout_s=timeout_s)
 

@@ -45,7 +45,7 @@ from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
 from .legacy_topics import import_legacy_topics
 from .meta_properties import load_or_create, read_cluster_id
 from .metadata_follower import MetadataFollower, discover_cluster_id
-from .node_listeners import NodeListeners, checked_listener_setup, connection_limits
+from .node_listeners import NodeListeners, checked_listener_setup, connection_limits, inter_broker_security
 from .node_settings import NodeSettings
 from .partition import Partition
 from .planted import install as install_planted_bugs
@@ -95,6 +95,7 @@ class BrokerNode(NodeSettings, NodeListeners):
         self.clock = clock or SystemClock()
         self.node_id = int(config["node.id"])
         self.listeners = checked_listener_setup(config)
+        self.peer_security = inter_broker_security(config, self.listeners)  # None: PLAINTEXT
         self._peer_addresses = peer_addresses(config["kconform.interbroker.addresses"])  # read-only
         self.data_dir = Path(config.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,9 @@
 and answering with the endpoints of the listener a request came in on (Kafka's Metadata,
 FindCoordinator and DescribeCluster all use ``request.context.listenerName``).
 
-The inter-broker listener carries replication and forwarding between our own nodes, whose clients
-speak PLAINTEXT only, so it must be a PLAINTEXT listener; any other is refused at start."""
+The inter-broker listener carries replication and transaction markers between brokers, over TLS and/or
+SASL as its protocol says (``inter_broker_security``: Kafka's inter-broker client channel). The
+controller listener must still be PLAINTEXT: a controller node serves plain connections only."""
 
 from __future__ import annotations
 
@@ -11,25 +12,26 @@ from .config import BrokerConfig, ConfigError
 from .connection_limits import ConnectionLimits, parse_ip_overrides
 from .security.listener_security import listener_security
 from .security.listeners import PROTOCOL_IDS, ListenerSetup, listener_setup
+from .security.peer_security import PeerSecurity, peer_security
 
-__all__ = ["NodeListeners", "checked_listener_setup"]
+__all__ = ["NodeListeners", "checked_listener_setup", "inter_broker_security"]
 
 
 def checked_listener_setup(config: BrokerConfig) -> ListenerSetup:
     setup = listener_setup(config)
-    roles = set(config["process.roles"])
-    if "broker" in roles:
-        inter = next(li for li in setup.advertised if li.name == setup.inter_broker)
-        if inter.security_protocol != "PLAINTEXT":
-            raise ConfigError(
-                f"inter-broker listener {inter.name} uses {inter.security_protocol}: the reference "
-                "broker's inter-broker clients speak PLAINTEXT only; give inter.broker.listener.name a "
-                "PLAINTEXT listener"
-            )
     for listener in setup.bound:
         if listener.name in setup.controller_names and listener.security_protocol != "PLAINTEXT":
             raise ConfigError(f"controller listener {listener.name}: only PLAINTEXT is implemented")
     return setup
+
+
+def inter_broker_security(config: BrokerConfig, setup: ListenerSetup) -> PeerSecurity | None:
+    """How this broker dials the others' inter-broker listener (None for PLAINTEXT), or ConfigError
+    at start when its TLS or SASL login cannot be set up."""
+    if "broker" not in set(config["process.roles"]):
+        return None
+    inter = next(li for li in setup.advertised if li.name == setup.inter_broker)
+    return peer_security(config, inter, config["sasl.mechanism.inter.broker.protocol"])
 
 
 def connection_limits(config: BrokerConfig, setup: ListenerSetup) -> ConnectionLimits:

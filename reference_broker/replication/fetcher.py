@@ -61,13 +61,16 @@ class ReplicaFetcher:
         address: Callable[[], tuple[str, int] | None],
         settings: FetchSettings,
         clock,
+        security=None,
     ) -> None:
         self.leader_id = leader_id
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self._settings = settings
         self._clock = clock
-        self._channel = NodeChannel(address, client_id=f"replica-fetcher-{node_id}-{leader_id}")
+        self._channel = NodeChannel(
+            address, client_id=f"replica-fetcher-{node_id}-{leader_id}", security=security
+        )
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._parked_until: dict[tuple[str, int], float] = {}
         self._changed = asyncio.Event()

@@ -191,6 +191,7 @@ class ReplicaManager:
                 address=lambda: self.address_of(leader),
                 settings=self._settings,
                 clock=self._host.clock,
+                security=getattr(self._host, "peer_security", None),  # the inter-broker listener's
             )
         fetcher.add(partition)
         self._following[key] = leader

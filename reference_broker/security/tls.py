@@ -1,4 +1,5 @@
-"""The server side of TLS for one listener, from Kafka's ``ssl.*`` settings (``DefaultSslEngineFactory``).
+"""Both sides of TLS for one listener (the client side for our own inter-broker connections), from
+Kafka's ``ssl.*`` settings (``DefaultSslEngineFactory``).
 
 Key stores: ``PEM`` (a file holding the private key and certificate chain, or the two given inline as
 ``ssl.keystore.key`` / ``ssl.keystore.certificate.chain``) and ``PKCS12``. Java's ``JKS`` cannot be
@@ -16,7 +17,7 @@ from pathlib import Path
 from ..config import ConfigError
 from .listener_configs import listener_value
 
-__all__ = ["server_context", "CLIENT_AUTH"]
+__all__ = ["CLIENT_AUTH", "client_context", "server_context"]
 
 CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -41,6 +42,29 @@ def server_context(config, listener: str) -> ssl.SSLContext:
     context.verify_mode = CLIENT_AUTH[client_auth]
     if client_auth != "none":
         _load_trust_store(context, value)
+    return context
+
+
+def client_context(config, listener: str) -> ssl.SSLContext:
+    """An ``SSLContext`` for dialling another node's ``listener``, from that listener's own settings as
+    Kafka's inter-broker clients take them: its trust store (else the system's), its key store when one is
+    configured (for ``ssl.client.auth``), and host name checking unless
+    ``ssl.endpoint.identification.algorithm`` is empty."""
+
+    def value(name: str) -> str | None:
+        raw = listener_value(config, listener, name)
+        return raw.strip() if isinstance(raw, str) and raw.strip() else None
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _restrict_protocols(context, value("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3")
+    if value("ssl.truststore.location") or value("ssl.truststore.certificates"):
+        _load_trust_store(context, value)
+    else:
+        context.load_default_certs()
+    if value("ssl.keystore.location") or value("ssl.keystore.key"):
+        _load_key_store(context, value, listener)
+    algorithm = listener_value(config, listener, "ssl.endpoint.identification.algorithm")
+    context.check_hostname = algorithm is None or bool(str(algorithm).strip())
     return context
 
 

@@ -76,7 +76,11 @@ class TransactionCoordinator:
         self.owned: dict[int, int] = {}  # __transaction_state partition -> the leader epoch it loaded at
         self._task: asyncio.Task | None = None
         self._deliveries: dict[str, tuple[int, asyncio.Task]] = {}  # id -> its partition, the sender
-        self.peers = BrokerChannels(host.peer_address, client_id=f"kconform-txn-{host.node_id}")
+        self.peers = BrokerChannels(
+            host.peer_address,
+            client_id=f"kconform-txn-{host.node_id}",
+            security=getattr(host, "peer_security", None),  # the inter-broker listener's
+        )
         self.runtime = CoordinatorRuntime(
             "transaction coordinator",
             lambda event: decide(self.txns, event, self._context()),
