@@ -156,13 +156,16 @@ def run_chaos(
     seed: int = 0,
     toxiproxy_url: str | None = None,
     docker_options: dict[str, Any] | None = None,
+    client_properties: dict[str, str] | None = None,
+    broker_properties: dict[str, str] | None = None,
     on_start: Callable[[Scenario], None] | None = None,
     on_tick: Callable[[Scenario, float], None] | None = None,
     on_result: Callable[[ScenarioResult | SkippedScenario], None] | None = None,
 ) -> list[ScenarioResult | SkippedScenario]:
     """Each scenario on a fresh proxied target. ``toxiproxy_url`` is for the reference broker and the
     mock: a docker cluster runs its own Toxiproxy container, and ``docker_options`` go to its target
-    (``DockerClusterTarget``: a Docker client, a Toxiproxy client factory ...)."""
+    (``DockerClusterTarget``: a Docker client, a Toxiproxy client factory ...). ``client_properties``
+    and ``broker_properties`` secure a single reference broker (``ProxiedCluster``)."""
     kind, brokers = parse_target(target)
     docker = docker_cluster_of(target)
     out.mkdir(parents=True, exist_ok=True)
@@ -186,7 +189,10 @@ def run_chaos(
                 if on_start is not None:
                     on_start(scenario)
                 prefix = f"kconform-{run_id[-6:]}-{number}"
-                with _proxied(kind, toxiproxy, brokers, prefix, target, scenario, docker_options) as cluster:
+                security = (client_properties, broker_properties)
+                with _proxied(
+                    kind, toxiproxy, brokers, prefix, target, scenario, docker_options, security
+                ) as cluster:
                     result = asyncio.run(
                         run_scenario(
                             scenario,
@@ -205,8 +211,9 @@ def run_chaos(
 
 
 def _proxied(
-    kind: str, toxiproxy, brokers: int, prefix: str, target: str, scenario: Scenario, docker_options
-):
+    kind: str, toxiproxy, brokers: int, prefix: str, target: str, scenario: Scenario, docker_options,
+    security=(None, None),
+):  # fmt: skip
     """A fresh proxied target for one scenario: a replicated cluster (in containers, with their own
     Toxiproxy, or reference processes) with the scenario's broker settings, or one broker or the mock."""
     docker = docker_cluster_of(target)
@@ -223,6 +230,13 @@ def _proxied(
             overrides=scenario.broker,
             kafka_version=kafka_version_of(target),
         )
+    client_properties, broker_properties = security
     return ProxiedCluster(
-        kind, toxiproxy.client, brokers=brokers, prefix=prefix, kafka_version=kafka_version_of(target)
+        kind,
+        toxiproxy.client,
+        brokers=brokers,
+        prefix=prefix,
+        kafka_version=kafka_version_of(target),
+        client_properties=client_properties,
+        broker_properties=broker_properties,
     )

@@ -79,9 +79,14 @@ class ProxiedCluster:
         prefix: str = "kconform",
         host: str = "127.0.0.1",
         kafka_version: str | None = None,
+        client_properties: dict[str, str] | None = None,
+        broker_properties: dict[str, str] | None = None,
     ) -> None:
         if kind not in ("reference", "rdkafka-mock"):
             raise ValueError(f"chaos runs on reference or rdkafka-mock targets, not {kind!r}")
+        # security (--target-config for the clients, --broker-config for the reference broker)
+        self.client_properties = dict(client_properties or {})
+        self.broker_properties = dict(broker_properties or {})
         self.kind = kind
         self.toxiproxy = toxiproxy
         self.brokers = brokers if kind == "rdkafka-mock" else 1
@@ -122,8 +127,16 @@ class ProxiedCluster:
             port=port,
             advertise=f"{listen[0]}:{listen[1]}",
             kafka_version=self.kafka_version,
+            client_protocol=self.client_properties.get("security.protocol", "PLAINTEXT"),
+            broker_properties=self.broker_properties,
         )
+        if self.client_properties:
+            self.target.secure(self.client_properties)
         self.target.start()
+        if self.target.security is not None:  # every harness client dialling the proxy uses it
+            from ..client.security import register_addresses
+
+            register_addresses([listen], self.target.security)
 
     def _start_mock(self) -> None:
         self.target = RdkafkaMockTarget(f"{self.prefix}-mock", brokers=self.brokers)
@@ -133,6 +146,11 @@ class ProxiedCluster:
             self.target.advertise(node_id, *listen)
 
     def stop(self) -> None:
+        if self.target is not None and self.target.security is not None:
+            from ..client.network import parse_bootstrap
+            from ..client.security import unregister_addresses
+
+            unregister_addresses(parse_bootstrap(self.bootstrap))
         destroy_proxies(self.proxies)
         if self.target is not None:
             self.target.stop()
@@ -157,7 +175,7 @@ class ProxiedCluster:
             from ..targets.rdkafka_mock import CLIENT_SETTINGS
 
             return dict(CLIENT_SETTINGS)
-        return {}
+        return dict(self.client_properties)
 
     @property
     def network(self) -> ToxiproxyDriver:

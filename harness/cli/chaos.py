@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from .target_config import target_config_option
+
 
 @click.command()
 @click.option(
@@ -48,6 +50,15 @@ import click
     default=None,
     help="run directory (default: ./kconform-runs/chaos-<time>)",
 )
+@target_config_option
+@click.option(
+    "--broker-config",
+    "broker_config",
+    default=None,
+    metavar="FILE",
+    help="broker properties securing a single reference broker to match --target-config (key stores, "
+    "sasl.enabled.mechanisms, JAAS); kconform sets its listeners",
+)
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
 @click.option(
     "--replay",
@@ -56,8 +67,12 @@ import click
     default=None,
     help="judge the histories a run left in DIR (a run directory, or one of its replay/<scenario>/) again",
 )
-def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, list_only, replay_dir) -> None:
-    """Run chaos scenarios and judge every history with the checkers."""
+def chaos(
+    target, catalogue_name, names, duration, seed, toxiproxy_url, out, target_config, broker_config,
+    list_only, replay_dir,
+) -> None:  # fmt: skip
+    """Run chaos scenarios and judge every history with the checkers. With --target-config (and
+    --broker-config) a single reference broker serves the scenarios' clients on a secured listener."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -106,6 +121,7 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
     skipped = [s.name for s in chosen if not s.allowed_on(kind)]
     if skipped:
         raise click.BadParameter(f"{', '.join(skipped)} do not run on {kind}", param_hint="--scenario")
+    broker_properties = _secured_target(kind, target, target_config, broker_config)
     if toxiproxy_url is not None:
         _check_toxiproxy(toxiproxy_url)
     out = out or Path("kconform-runs") / time.strftime("chaos-%Y%m%d-%H%M%S")
@@ -125,6 +141,8 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
             out=out,
             seed=seed,
             toxiproxy_url=toxiproxy_url,
+            client_properties=target_config,
+            broker_properties=broker_properties,
             on_start=lambda s: progress.update(tasks[s.name], verdict="running"),
             on_tick=lambda s, f: progress.update(tasks[s.name], completed=f),
             on_result=lambda r: progress.update(tasks[r.scenario], completed=1.0, verdict=r.verdict),
@@ -134,6 +152,36 @@ def chaos(target, catalogue_name, names, duration, seed, toxiproxy_url, out, lis
     console.print(f"run directory: {out} (chaos.json, traces/, replay/)")
     if failed(results):
         raise SystemExit(1)
+
+
+def _secured_target(kind: str, target: str, client: dict, broker_config: str | None) -> dict[str, str]:
+    """The broker properties for a secured run, checked before anything starts: security is for a
+    single reference broker (kconform starts it with a listener of the clients' security.protocol)."""
+    from kconform.reference_broker.cli_errors import UsageExit
+
+    from ..client.config import ClientConfigError
+    from ..client.properties import read_properties
+    from ..targets.reference import OWNED_LISTENER_SETTINGS
+
+    if not client and broker_config is None:
+        return {}
+    if kind != "reference":
+        raise UsageExit(f"--target-config/--broker-config secure a single reference broker, not {target}")
+    if broker_config is None:
+        protocol = client.get("security.protocol", "PLAINTEXT").upper()
+        if protocol != "PLAINTEXT":
+            raise UsageExit(
+                f"security.protocol={protocol} needs --broker-config to secure the reference broker"
+            )
+        return {}
+    try:
+        properties = read_properties(broker_config)
+    except ClientConfigError as exc:
+        raise UsageExit(f"--broker-config {exc}") from None
+    owned = sorted(set(OWNED_LISTENER_SETTINGS) & set(properties))
+    if owned:
+        raise UsageExit(f"--broker-config {broker_config}: kconform sets {', '.join(owned)} itself")
+    return properties
 
 
 def _check_toxiproxy(url: str) -> None:

@@ -30,6 +30,28 @@ class _ProcessFaults(FaultHooks):
 TARGET_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
 
 
+# What kconform sets itself when a reference broker serves its clients on a secured listener; a broker
+# config (--broker-config) carries the rest (key stores, JAAS, SASL mechanisms) and may not set these.
+OWNED_LISTENER_SETTINGS = (
+    "listeners",
+    "advertised.listeners",
+    "listener.security.protocol.map",
+    "inter.broker.listener.name",
+)
+
+
+def client_listener_settings(protocol: str, host: str, port: int, advertise: str | None) -> dict[str, str]:
+    """Broker settings for clients on a ``protocol`` listener named CLIENT at ``host:port`` (advertised
+    as ``advertise``), with the broker's own traffic on a PLAINTEXT listener named INTERNAL."""
+    advertised = advertise or f"{host}:{port}"
+    return {
+        "listeners": f"CLIENT://{host}:{port},INTERNAL://{host}:0",
+        "advertised.listeners": f"CLIENT://{advertised},INTERNAL://{host}:0",
+        "listener.security.protocol.map": f"CLIENT:{protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+    }
+
+
 class ReferenceTarget(Target):
     kind = "reference"
 
@@ -43,7 +65,11 @@ class ReferenceTarget(Target):
         port: int = 0,
         advertise: str | None = None,
         kafka_version: str | None = None,
+        client_protocol: str = "PLAINTEXT",
+        broker_properties: dict[str, str] | None = None,
     ) -> None:
+        """``client_protocol`` other than PLAINTEXT serves clients on a secured listener
+        (``client_listener_settings``), secured by ``broker_properties`` (Kafka's names)."""
         super().__init__(name)
         self.kafka_version = kafka_version  # the Apache Kafka release the broker answers as
         self.port = port  # fixed, so a restarted broker comes back where its proxy points
@@ -52,6 +78,11 @@ class ReferenceTarget(Target):
         self._owned_dir: Path | None = None
         self.overrides = {**TARGET_DEFAULTS, **(overrides or {})}
         self.planted = tuple(planted)  # test-only misbehaviour (reference_broker/planted.py)
+        self.client_protocol = client_protocol.upper()
+        owned = sorted(set(OWNED_LISTENER_SETTINGS) & set(broker_properties or {}))
+        if owned:
+            raise TargetError(f"target {self.name}: kconform sets {', '.join(owned)} itself; leave them out")
+        self.overrides.update(broker_properties or {})
         self.node = None
 
     def start(self) -> None:
@@ -63,14 +94,18 @@ class ReferenceTarget(Target):
     def _launch(self, directory: Path) -> None:
         from kconform.reference_broker.process import start_broker_process
 
+        overrides, advertise = self.overrides, self.advertise
+        if self.client_protocol != "PLAINTEXT":
+            listeners = client_listener_settings(self.client_protocol, "127.0.0.1", self.port, self.advertise)
+            overrides, advertise = {**overrides, **listeners}, None
         try:
             env = {"KCONFORM_PLANTED_BUGS": ",".join(self.planted)} if self.planted else None
             self.node = start_broker_process(
                 directory,
                 port=self.port,
-                overrides=self.overrides,
+                overrides=overrides,
                 env=env,
-                advertise=self.advertise,
+                advertise=advertise,
                 kafka_version=self.kafka_version,
             )
         except RuntimeError as exc:
