@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .target_config import target_config_option
+from .target_config import broker_config_option, target_config_option
 
 
 @click.command()
@@ -51,14 +51,7 @@ from .target_config import target_config_option
     help="run directory (default: ./kconform-runs/chaos-<time>)",
 )
 @target_config_option
-@click.option(
-    "--broker-config",
-    "broker_config",
-    default=None,
-    metavar="FILE",
-    help="broker properties securing a single reference broker to match --target-config (key stores, "
-    "sasl.enabled.mechanisms, JAAS); kconform sets its listeners",
-)
+@broker_config_option
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
 @click.option(
     "--replay",
@@ -154,34 +147,23 @@ def chaos(
         raise SystemExit(1)
 
 
-def _secured_target(kind: str, target: str, client: dict, broker_config: str | None) -> dict[str, str]:
-    """The broker properties for a secured run, checked before anything starts: security is for a
-    single reference broker (kconform starts it with a listener of the clients' security.protocol)."""
+def _secured_target(kind: str, target: str, client: dict, broker: dict) -> dict[str, str]:
+    """The broker properties for a secured run, checked before anything starts: chaos secures a single
+    reference broker (kconform starts it with a listener of the clients' security.protocol)."""
     from kconform.reference_broker.cli_errors import UsageExit
 
-    from ..client.config import ClientConfigError
-    from ..client.properties import read_properties
-    from ..targets.reference import OWNED_LISTENER_SETTINGS
+    from ..targets.base import TargetError
+    from ..targets.client_listener import checked_broker_properties
 
-    if not client and broker_config is None:
+    if not client and not broker:
         return {}
     if kind != "reference":
         raise UsageExit(f"--target-config/--broker-config secure a single reference broker, not {target}")
-    if broker_config is None:
-        protocol = client.get("security.protocol", "PLAINTEXT").upper()
-        if protocol != "PLAINTEXT":
-            raise UsageExit(
-                f"security.protocol={protocol} needs --broker-config to secure the reference broker"
-            )
-        return {}
     try:
-        properties = read_properties(broker_config)
-    except ClientConfigError as exc:
-        raise UsageExit(f"--broker-config {exc}") from None
-    owned = sorted(set(OWNED_LISTENER_SETTINGS) & set(properties))
-    if owned:
-        raise UsageExit(f"--broker-config {broker_config}: kconform sets {', '.join(owned)} itself")
-    return properties
+        checked_broker_properties(client.get("security.protocol", "PLAINTEXT"), broker, target)
+    except TargetError as exc:
+        raise UsageExit(str(exc)) from None
+    return broker
 
 
 def _check_toxiproxy(url: str) -> None:

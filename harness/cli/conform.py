@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from .diff import _start
-from .target_config import target_config_option
+from .target_config import broker_config_option, target_config_option
 
 
 @click.command()
@@ -26,6 +26,7 @@ from .target_config import target_config_option
     "(a secured one: bootstrap:HOST:PORT@security.protocol=SSL,... or --target-config)",
 )
 @target_config_option
+@broker_config_option
 @click.option(
     "--versions",
     "pick",
@@ -61,7 +62,9 @@ from .target_config import target_config_option
     help="an earlier report's folder, to show which rules changed since",
 )
 @click.option("--list", "list_only", is_flag=True, help="list the catalogue and exit")
-def conform(target, target_config, pick, only, out, report, engine, previous, list_only) -> None:
+def conform(
+    target, target_config, broker_config, pick, only, out, report, engine, previous, list_only
+) -> None:
     """Check a target against Kafka's rules, API by API."""
     from rich.console import Console
 
@@ -88,7 +91,7 @@ def conform(target, target_config, pick, only, out, report, engine, previous, li
             raise click.BadParameter(str(exc), param_hint="--previous") from None
     out = out or Path("kconform-runs") / time.strftime("conform-%Y%m%d-%H%M%S")
     with ExitStack() as stack:
-        started = _start(stack, target, target_config)
+        started = _start(stack, target, target_config, broker_config)
         with console.status(f"running the catalogue against {target}"):
             result = run_conformance(started, out=out, pick=pick, only=tuple(only))
     show_ledger(result, console)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .target_config import target_config_option
+from .target_config import broker_config_option, target_config_option
 
 
 def _parse_apis(text: str | None) -> set[int] | None:
@@ -52,12 +52,17 @@ def _at_least_one(_ctx: click.Context, param: click.Parameter, value: str | int)
     return count
 
 
-def _start(stack: ExitStack, spec: str, properties: dict[str, str] | None = None):
+def _start(
+    stack: ExitStack,
+    spec: str,
+    properties: dict[str, str] | None = None,
+    broker: dict[str, str] | None = None,
+):
     from ..targets.base import TargetError
     from ..targets.registry import make_target
 
     try:
-        target = make_target(spec, properties)
+        target = make_target(spec, properties, broker)
         stack.enter_context(target)
     except TargetError as exc:
         raise TargetProblem(str(exc)) from exc
@@ -68,6 +73,7 @@ def _start(stack: ExitStack, spec: str, properties: dict[str, str] | None = None
 @click.option("--a", "a_spec", default="reference", show_default=True, help="first target")
 @click.option("--b", "b_spec", default="rdkafka-mock", show_default=True, help="second target")
 @target_config_option
+@broker_config_option
 @click.option(
     "--examples", default=200, show_default=True, callback=_at_least_one, help="generated cases to run"
 )
@@ -85,7 +91,7 @@ def _start(stack: ExitStack, spec: str, properties: dict[str, str] | None = None
     default=None,
     help="run directory (default: ./kconform-runs/diff-<time>)",
 )
-def diff(a_spec, b_spec, target_config, examples, seed, apis, no_shrink, resume, out) -> None:
+def diff(a_spec, b_spec, target_config, broker_config, examples, seed, apis, no_shrink, resume, out) -> None:
     """Run generated operation sequences on two targets and report every cause of difference, with who
     deviates from Apache Kafka. Exit 0: no difference; 1: differences found; 2: bad usage or a target
     that cannot be used."""
@@ -105,8 +111,8 @@ def diff(a_spec, b_spec, target_config, examples, seed, apis, no_shrink, resume,
     out = out or Path("kconform-runs") / time.strftime("diff-%Y%m%d-%H%M%S")
     console = Console(stderr=True)
     with ExitStack() as stack:
-        a = _start(stack, a_spec, target_config)
-        b = _start(stack, b_spec, target_config)
+        a = _start(stack, a_spec, target_config, broker_config)
+        b = _start(stack, b_spec, target_config, broker_config)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -168,7 +174,8 @@ def _print_causes(result, out: Path) -> None:
 @click.option("--a", "a_spec", default=None, help="first target (default: the case's own)")
 @click.option("--b", "b_spec", default=None, help="second target (default: the case's own)")
 @target_config_option
-def repro(case, a_spec, b_spec, target_config) -> None:
+@broker_config_option
+def repro(case, a_spec, b_spec, target_config, broker_config) -> None:
     """Replay a stored case on two targets and show every difference: exit 0 none, 1 some, 2 a bad case
     file or target. Each replay uses names of its own, so replaying twice gives the same answers."""
     from rich.console import Console
@@ -183,8 +190,8 @@ def repro(case, a_spec, b_spec, target_config) -> None:
     targets = data.get("targets") or ["reference", "rdkafka-mock"]
     console = Console()
     with ExitStack() as stack:
-        a = _start(stack, a_spec or targets[0], target_config)
-        b = _start(stack, b_spec or targets[1], target_config)
+        a = _start(stack, a_spec or targets[0], target_config, broker_config)
+        b = _start(stack, b_spec or targets[1], target_config, broker_config)
         engine = DiffEngine(a, b)
         result = asyncio.run(_run(engine, operations))
     console.print(f"case {case.name}: {len(operations)} operations on {a.name} and {b.name}")

@@ -12,13 +12,14 @@ from pathlib import Path
 import click
 
 from .diff import TargetProblem, _start
-from .target_config import target_config_option
+from .target_config import broker_config_option, target_config_option
 
 
 @click.command("diff-frames")
 @click.option("--a", "a_spec", default="reference", show_default=True, help="first target")
 @click.option("--b", "b_spec", default="rdkafka-mock", show_default=True, help="second target")
 @target_config_option
+@broker_config_option
 @click.option(
     "--frames", default=300, show_default=True, type=click.IntRange(min=1), help="frames to send to each"
 )
@@ -37,7 +38,7 @@ from .target_config import target_config_option
     default=None,
     help="run directory (default: ./kconform-runs/frames-<time>)",
 )
-def diff_frames(a_spec, b_spec, target_config, frames, seed, reply_timeout, out) -> None:
+def diff_frames(a_spec, b_spec, target_config, broker_config, frames, seed, reply_timeout, out) -> None:
     """Send the same malformed frames to two targets and compare their fates. Exit 0: the same fates;
     1: differences found; 2: bad usage or a target that cannot be used."""
     from rich.console import Console
@@ -50,8 +51,8 @@ def diff_frames(a_spec, b_spec, target_config, frames, seed, reply_timeout, out)
     out = out or Path("kconform-runs") / time.strftime("frames-%Y%m%d-%H%M%S")
     console = Console(stderr=True)
     with ExitStack() as stack:
-        a = _start(stack, a_spec, target_config)
-        b = _start(stack, b_spec, target_config)
+        a = _start(stack, a_spec, target_config, broker_config)
+        b = _start(stack, b_spec, target_config, broker_config)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

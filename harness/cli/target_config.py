@@ -1,12 +1,16 @@
 """``--target-config FILE``: Java client properties (``security.protocol``, ``ssl.*``, ``sasl.*``) for
 reaching every target of a command, read and checked before any target starts. A target spec may add
-its own (``bootstrap:HOST:PORT@security.protocol=SSL,...``), which win over the file's."""
+its own (``bootstrap:HOST:PORT@security.protocol=SSL,...``), which win over the file's.
+
+``--broker-config FILE``: broker properties (Kafka's names: key stores, ``sasl.enabled.mechanisms``,
+JAAS) that secure the brokers a command starts (reference, reference:N, docker) to match the clients'
+``security.protocol`` (``targets.client_listener``)."""
 
 from __future__ import annotations
 
 import click
 
-__all__ = ["TARGET_CONFIG_HELP", "TargetConfigProblem", "target_config_option"]
+__all__ = ["TARGET_CONFIG_HELP", "TargetConfigProblem", "broker_config_option", "target_config_option"]
 
 
 class TargetConfigProblem(click.ClickException):
@@ -48,4 +52,37 @@ def target_config_option(function):
         metavar="FILE",
         callback=_load,
         help=TARGET_CONFIG_HELP,
+    )(function)
+
+
+def _load_broker(_ctx: click.Context, _param: click.Parameter, value: str | None) -> dict[str, str]:
+    if value is None:
+        return {}
+    from ..client.config import ClientConfigError
+    from ..client.properties import read_properties
+    from ..targets.client_listener import OWNED_LISTENER_SETTINGS
+
+    try:
+        properties = read_properties(value)
+    except ClientConfigError as exc:
+        text = str(exc)
+        raise TargetConfigProblem(
+            text if text.startswith(value) else f"--broker-config {value}: {text}"
+        ) from None
+    owned = sorted(set(OWNED_LISTENER_SETTINGS) & set(properties))
+    if owned:
+        raise TargetConfigProblem(f"--broker-config {value}: kconform sets {', '.join(owned)} itself")
+    return properties
+
+
+def broker_config_option(function):
+    return click.option(
+        "--broker-config",
+        "broker_config",
+        default=None,
+        metavar="FILE",
+        callback=_load_broker,
+        help="broker properties securing the brokers kconform starts (reference, reference:N, docker) to "
+        "match --target-config's security.protocol: key stores, sasl.enabled.mechanisms, JAAS; "
+        "the clients' listener is named EXTERNAL",
     )(function)

@@ -62,6 +62,15 @@ class Target(abc.ABC):
         except ClientConfigError as exc:
             raise TargetError(f"target {self.name}: {exc}") from None
 
+    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
+        """Start the brokers with their clients' listener on ``protocol``, secured by the broker
+        ``properties`` (``client_listener``); a kind kconform cannot secure is a TargetError."""
+        if protocol.upper() != "PLAINTEXT" or properties:
+            raise TargetError(
+                f"target {self.name}: a {self.kind} target cannot be secured by kconform "
+                "(reference, reference:N and docker targets can, and bootstrap targets are secured already)"
+            )
+
     def _addresses(self) -> list[tuple[str, int]]:
         from ..client.network import parse_bootstrap
 

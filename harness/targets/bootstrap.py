@@ -20,6 +20,14 @@ class BootstrapTarget(Target):
             raise TargetError(f"bootstrap target {bootstrap!r}: {exc}") from exc
         self._bootstrap = bootstrap
 
+    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
+        """A running cluster is secured by whoever runs it: the clients' properties reach it as it is."""
+        if properties:
+            raise TargetError(
+                f"target {self.name}: --broker-config is for the brokers kconform starts, "
+                "not a running cluster"
+            )
+
     def start(self) -> None:
         self.api_versions(refresh=True)  # raises TargetError naming the address when nothing answers
 

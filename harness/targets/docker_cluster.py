@@ -108,6 +108,13 @@ class DockerClusterTarget(DockerTarget):
     def node_ids(self) -> tuple[int, ...]:
         return (self.controller_id, *self.broker_ids)
 
+    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
+        if protocol.upper() != "PLAINTEXT" or properties:
+            raise TargetError(
+                f"target {self.name}: the docker chaos cluster (docker:VERSION:N) serves PLAINTEXT only; "
+                "a secured docker target is docker:VERSION"
+            )
+
     # ---- lifecycle ------------------------------------------------------------------------------
 
     def _prepare(self) -> None:

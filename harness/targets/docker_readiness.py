@@ -12,8 +12,8 @@ from .base import TargetError, fetch_api_versions
 __all__ = ["cluster_ready", "fetch_broker_ids", "wait_until_ready"]
 
 
-async def fetch_broker_ids(address: str, timeout: float = 10.0) -> set[int]:
-    """The node ids a broker's Metadata answer lists."""
+async def fetch_broker_ids(address: str, timeout: float = 10.0, *, security=None) -> set[int]:
+    """The node ids a broker's Metadata answer lists (``security``: a secured clients' listener)."""
     from kconform.codecs.messages import MetadataRequest
 
     from ..client.connection import BrokerConnection
@@ -22,7 +22,9 @@ async def fetch_broker_ids(address: str, timeout: float = 10.0) -> set[int]:
 
     host, port = parse_bootstrap(address)[0]
     try:
-        conn = await BrokerConnection.connect(host, port, connect_timeout=timeout, request_timeout=timeout)
+        conn = await BrokerConnection.connect(
+            host, port, connect_timeout=timeout, request_timeout=timeout, security=security
+        )
     except ClientError as exc:
         raise TargetError(f"no Kafka-protocol answer at {address}: {exc}") from exc
     try:
@@ -37,17 +39,18 @@ async def fetch_broker_ids(address: str, timeout: float = 10.0) -> set[int]:
 
 
 async def cluster_ready(
-    addresses: dict[int, str], *, fetch_versions=fetch_api_versions, fetch_ids=fetch_broker_ids
+    addresses: dict[int, str], *, fetch_versions=fetch_api_versions, fetch_ids=fetch_broker_ids, security=None
 ) -> str | None:
-    """None when every broker answers ApiVersions and Metadata lists all of them; else what is missing."""
+    """None when every broker answers ApiVersions and Metadata lists all of them; else what is missing.
+    ``security`` reaches a secured clients' listener."""
     for node_id, address in addresses.items():
         try:
-            await fetch_versions(address, 5.0)
+            await fetch_versions(address, 5.0, security=security)
         except (TargetError, OSError, TimeoutError) as exc:
             return f"broker {node_id} at {address} does not answer ApiVersions yet ({exc})"
     first = next(iter(addresses.values()))
     try:
-        listed = await fetch_ids(first, 5.0)
+        listed = await fetch_ids(first, 5.0, security=security)
     except (TargetError, OSError, TimeoutError) as exc:
         return f"Metadata from {first} failed ({exc})"
     missing = sorted(set(addresses) - set(listed))
@@ -65,10 +68,11 @@ def wait_until_ready(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     interval: float = 1.0,
+    security=None,
 ) -> None:
     """Poll ``check`` (``cluster_ready`` by default) until it reports nothing missing; raises TargetError
     on timeout, or as soon as ``alive()`` returns a reason the cluster cannot come up."""
-    check = check or (lambda addrs: asyncio.run(cluster_ready(addrs)))
+    check = check or (lambda addrs: asyncio.run(cluster_ready(addrs, security=security)))
     deadline = clock() + timeout
     last = "not polled yet"
     while True:

@@ -104,8 +104,10 @@ def node_specs(
     cluster_id: str,
     heap: str = DEFAULT_HEAP,
     extra_env: dict[str, str] | None = None,
+    external_protocol: str = "PLAINTEXT",
 ) -> list[NodeSpec]:
-    """The containers of a cluster, in start order (controller first). Pure: no Docker involved."""
+    """The containers of a cluster, in start order (controller first). Pure: no Docker involved.
+    ``external_protocol`` is the security protocol of the clients' listener (``client_listener``)."""
     if brokers < 1:
         raise TargetError(f"docker target: the broker count must be at least 1, not {brokers}")
     if len(host_ports) != brokers:
@@ -127,8 +129,9 @@ def node_specs(
         # "heap.opts" property.
         "KAFKA_HEAP_OPTS": heap,
     }
+    protocols = f"CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:{external_protocol}"
     broker_env = {
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": protocols,
         "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
         "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": replication,
         "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": replication,

@@ -26,6 +26,7 @@ from docker import errors as docker_errors
 
 from ..ports import free_ports
 from .base import FaultHooks, Target, TargetError
+from .client_listener import checked_broker_properties, container_security, kafka_image_env
 from .docker_readiness import cluster_ready, fetch_broker_ids, wait_until_ready
 from .docker_specs import (
     CONTROLLER_NODE_ID,
@@ -139,6 +140,16 @@ class DockerTarget(Target):
         self._containers: dict[int | str, Any] = {}  # node id (or role) -> container, in start order
         self._volumes: list[Any] = []  # named volumes, removed after the containers
         self._network = None
+        self.client_protocol = "PLAINTEXT"
+        self._security_env: dict[str, str] = {}
+        self._mounts: dict[str, str] = {}  # host directory -> container directory, read-only
+
+    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
+        """The brokers' EXTERNAL listener takes ``protocol``, secured by the broker ``properties``
+        (as the image's environment, with the files they name mounted read-only)."""
+        self.client_protocol = checked_broker_properties(protocol, properties, self.name)
+        inside, self._mounts = container_security(properties)
+        self._security_env = kafka_image_env(inside)
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -181,7 +192,8 @@ class DockerTarget(Target):
             self._ports(self.brokers),
             cluster_id=new_cluster_id(),
             heap=self.heap,
-            extra_env=self.extra_env,
+            extra_env={**self._security_env, **self.extra_env},
+            external_protocol=self.client_protocol,
         )
 
     def _launch(self) -> None:
@@ -200,6 +212,7 @@ class DockerTarget(Target):
             alive=self._first_dead,
             clock=self._clock,
             sleep=self._sleep,
+            security=self.security,
         )
 
     def stop(self) -> None:
@@ -279,6 +292,10 @@ class DockerTarget(Target):
         }
         if spec.host_port is not None:
             options["ports"] = {f"{EXTERNAL_PORT}/tcp": ("127.0.0.1", spec.host_port)}
+        if self._mounts:  # key and trust stores the broker config names
+            options["volumes"] = {
+                host: {"bind": inside, "mode": "ro"} for host, inside in self._mounts.items()
+            }
         if self._network is not None:
             options["network"] = self._network.name
         return self._client.containers.run(self.image, **options)

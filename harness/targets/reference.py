@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from .base import FaultHooks, Target, TargetError
+from .client_listener import checked_broker_properties, client_listener_settings
 
 __all__ = ["ReferenceTarget"]
 
@@ -28,28 +29,6 @@ class _ProcessFaults(FaultHooks):
 # Sessions may be as short as 1 s (Kafka's own integration tests lower the 6 s minimum too), so that
 # generated group cases need not wait out long sessions on targets that hold a rejoin for the session.
 TARGET_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
-
-
-# What kconform sets itself when a reference broker serves its clients on a secured listener; a broker
-# config (--broker-config) carries the rest (key stores, JAAS, SASL mechanisms) and may not set these.
-OWNED_LISTENER_SETTINGS = (
-    "listeners",
-    "advertised.listeners",
-    "listener.security.protocol.map",
-    "inter.broker.listener.name",
-)
-
-
-def client_listener_settings(protocol: str, host: str, port: int, advertise: str | None) -> dict[str, str]:
-    """Broker settings for clients on a ``protocol`` listener named CLIENT at ``host:port`` (advertised
-    as ``advertise``), with the broker's own traffic on a PLAINTEXT listener named INTERNAL."""
-    advertised = advertise or f"{host}:{port}"
-    return {
-        "listeners": f"CLIENT://{host}:{port},INTERNAL://{host}:0",
-        "advertised.listeners": f"CLIENT://{advertised},INTERNAL://{host}:0",
-        "listener.security.protocol.map": f"CLIENT:{protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL",
-    }
 
 
 class ReferenceTarget(Target):
@@ -78,12 +57,15 @@ class ReferenceTarget(Target):
         self._owned_dir: Path | None = None
         self.overrides = {**TARGET_DEFAULTS, **(overrides or {})}
         self.planted = tuple(planted)  # test-only misbehaviour (reference_broker/planted.py)
-        self.client_protocol = client_protocol.upper()
-        owned = sorted(set(OWNED_LISTENER_SETTINGS) & set(broker_properties or {}))
-        if owned:
-            raise TargetError(f"target {self.name}: kconform sets {', '.join(owned)} itself; leave them out")
-        self.overrides.update(broker_properties or {})
+        self.client_protocol = "PLAINTEXT"
+        if client_protocol.upper() != "PLAINTEXT" or broker_properties:
+            self.secure_brokers(client_protocol, broker_properties or {})
         self.node = None
+
+    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
+        """Serve clients on a ``protocol`` listener secured by ``properties`` (``client_listener``)."""
+        self.client_protocol = checked_broker_properties(protocol, properties, self.name)
+        self.overrides.update(properties)
 
     def start(self) -> None:
         directory = self._given_dir or self._owned_dir

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from .base import FaultHooks, Target, TargetError
+from .client_listener import checked_broker_properties, client_listener_settings
 
 __all__ = ["ReferenceClusterTarget"]
 
@@ -42,6 +43,29 @@ class ReferenceClusterTarget(Target):
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self._owned_dir: Path | None = None
         self.cluster = None
+        self.client_protocol, self._broker_properties = "PLAINTEXT", {}
+
+    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
+        """Every broker serves clients on a ``protocol`` listener secured by ``properties``
+        (``client_listener``); the controller and the brokers' own traffic stay PLAINTEXT."""
+        self.client_protocol = checked_broker_properties(protocol, properties, self.name)
+        self._broker_properties = dict(properties)
+
+    def _secured_brokers(self) -> tuple[dict[int, int], dict[int, dict[str, str]]]:
+        """(ports, node overrides) putting each broker's clients on its secured listener."""
+        if self.client_protocol == "PLAINTEXT" and not self._broker_properties:
+            return {}, {}
+        from ..ports import free_port
+
+        ports = {node_id: free_port("127.0.0.1") for node_id in range(1, self.brokers + 1)}
+        overrides = {
+            node_id: {
+                **client_listener_settings(self.client_protocol, "127.0.0.1", port, None),
+                **self._broker_properties,
+            }
+            for node_id, port in ports.items()
+        }
+        return ports, overrides
 
     def start(self) -> None:
         from kconform.reference_broker.cluster_processes import start_cluster
@@ -49,9 +73,15 @@ class ReferenceClusterTarget(Target):
         directory = self._given_dir
         if directory is None:
             self._owned_dir = directory = Path(tempfile.mkdtemp(prefix="kconform-reference-cluster-"))
+        ports, node_overrides = self._secured_brokers()
         try:
             self.cluster = start_cluster(
-                directory, self.brokers, overrides=self.overrides, kafka_version=self.kafka_version
+                directory,
+                self.brokers,
+                overrides=self.overrides,
+                kafka_version=self.kafka_version,
+                ports=ports,
+                node_overrides=node_overrides,
             )
         except RuntimeError as exc:
             raise TargetError(f"the reference cluster did not start: {exc}") from exc

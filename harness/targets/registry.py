@@ -24,7 +24,11 @@ __all__ = ["TARGET_KINDS", "make_target", "split_target_list", "with_kafka_versi
 TARGET_KINDS = ("reference", "rdkafka-mock", "docker", "tansu", "bootstrap")
 
 
-def make_target(spec: str, properties: dict[str, str] | None = None) -> Target:
+def make_target(
+    spec: str, properties: dict[str, str] | None = None, broker_properties: dict[str, str] | None = None
+) -> Target:
+    """The target ``spec`` names, reached with the client ``properties`` (the spec's own win); a target
+    kconform starts is secured to match their ``security.protocol`` by ``broker_properties``."""
     base, _, option_text = spec.partition("@")
     options = dict(item.partition("=")[::2] for item in option_text.split(",") if item)
     client_properties = {**(properties or {}), **{k: v for k, v in options.items() if "." in k}}
@@ -32,6 +36,9 @@ def make_target(spec: str, properties: dict[str, str] | None = None) -> Target:
     target = _make_target(spec, base, options)
     if client_properties:
         target.secure(client_properties)
+    protocol = client_properties.get("security.protocol", "PLAINTEXT")
+    if protocol.upper() != "PLAINTEXT" or broker_properties:
+        target.secure_brokers(protocol, dict(broker_properties or {}))
     return target
 
 

@@ -26,7 +26,7 @@ sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule require
   username="alice" password="alice-secret";
 """
 BROKER = """sasl.enabled.mechanisms=PLAIN
-listener.name.client.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\
+listener.name.external.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\
   required user_alice="alice-secret";
 """
 
@@ -59,7 +59,7 @@ def test_the_secured_reference_listener_refuses_clients_without_the_login(files)
     target.secure(read_properties(files["client"]))
     with target:
         target.create_topic("ledger", 1, 1)  # logged in
-        assert target.node.listeners["CLIENT"][1] == target.port
+        assert target.node.listeners["EXTERNAL"][1] == target.port
         with pytest.raises(UnexpectedReply, match="the connection was closed"):
             asyncio.run(_metadata_without_login(target.port))
 
@@ -75,7 +75,7 @@ async def _metadata_without_login(port: int) -> None:
     ("extra", "message"),
     [
         (["--target", "rdkafka-mock", "--target-config", "{client}"], "secure a single reference broker"),
-        (["--target-config", "{client}"], "needs --broker-config"),
+        (["--target-config", "{client}"], "need a broker config"),
         (["--target-config", "{client}", "--broker-config", "{listeners}"], "kconform sets listeners itself"),
         (["--target-config", "{client}", "--broker-config", "{missing}"], "cannot read it"),
     ],

@@ -200,16 +200,20 @@ def test_cluster_ready_wants_every_api_versions_answer_and_every_broker_in_metad
     down = {"127.0.0.1:2"}
     listed = {1, 2}
 
-    async def versions(address, timeout):
+    login = object()  # a secured clients' listener: every probe must carry it
+
+    async def versions(address, timeout, *, security):
+        assert security is login
         if address in down:
             raise TargetError(f"no Kafka-protocol answer at {address}")
         return {18: (0, 3)}
 
-    async def ids(address, timeout):
+    async def ids(address, timeout, *, security):
+        assert security is login
         return set(listed)
 
     def ready():
-        return asyncio.run(cluster_ready(addresses, fetch_versions=versions, fetch_ids=ids))
+        return asyncio.run(cluster_ready(addresses, fetch_versions=versions, fetch_ids=ids, security=login))
 
     assert "broker 2 at 127.0.0.1:2 does not answer ApiVersions" in ready()
     down.clear()
