@@ -5,7 +5,10 @@
   inter-broker listener is exempt from the broker-wide limit while the broker has other listeners,
   so replication is never starved by clients;
 - ``max.connections.per.ip`` with ``max.connections.per.ip.overrides`` (``host:count,...``): one past
-  the limit is closed at once (``TooManyConnectionsException``).
+  the limit is closed at once (``TooManyConnectionsException``);
+- how fast connections may come (``rates``: ``connection_rates``), judged before the counts as
+  ``ConnectionQuotas.inc`` does: the listener's and broker's rates before a slot is looked for, the
+  address's rate before its count.
 
 Sans I/O: ``admit`` decides, ``opened``/``closed`` keep the counts; the server waits and closes."""
 
@@ -17,10 +20,9 @@ import socket
 from dataclasses import dataclass, field
 
 from .config import ConfigError
+from .connection_rates import INT_MAX, ConnectionRates
 
 __all__ = ["Admission", "ConnectionLimits", "parse_ip_overrides"]
-
-INT_MAX = 2**31 - 1
 
 
 class Admission(enum.Enum):
@@ -63,12 +65,16 @@ class ConnectionLimits:
     total: int = 0
     by_ip: dict[str, int] = field(default_factory=dict)
     by_listener: dict[str, int] = field(default_factory=dict)
+    rates: ConnectionRates = field(default_factory=ConnectionRates)
+
+    def protected(self, listener: str) -> bool:
+        """``protectedListener``: the inter-broker listener, while the broker has others."""
+        return listener == self.inter_broker_listener and self.listeners > 1
 
     def admit(self, listener: str, ip: str) -> Admission:
         if self.by_listener.get(listener, 0) >= self.per_listener_max.get(listener, INT_MAX):
             return Admission.WAIT
-        protected = listener == self.inter_broker_listener and self.listeners > 1
-        if not protected and self.total >= self.broker_max:
+        if not self.protected(listener) and self.total >= self.broker_max:
             return Admission.WAIT
         if self.by_ip.get(ip, 0) >= self.per_ip_overrides.get(ip, self.per_ip_max):
             return Admission.REJECT

@@ -23,7 +23,7 @@ from kconform.codecs.releases import KafkaRelease
 
 from .handlers import registered_handlers
 from .handlers.api_versions import unsupported_version_response
-from .quotas import request_throttle_ms, set_throttle_time
+from .quotas import RequestQuota, request_throttle_ms, set_throttle_time
 from .security.principals import ANONYMOUS, KafkaPrincipal
 
 __all__ = ["Dispatcher", "RequestContext", "CloseConnection", "whole_frame"]
@@ -48,6 +48,7 @@ class RequestContext:
     frame: bytes | memoryview = b""  # the whole request, header included (what a broker forwards)
     listener: str = "PLAINTEXT"  # the listener the request came in on (Metadata answers with its endpoints)
     principal: KafkaPrincipal = ANONYMOUS
+    quota: RequestQuota | None = None  # a client connection's request: its handler may settle quotas here
 
 
 class Dispatcher:
@@ -123,6 +124,8 @@ class Dispatcher:
             ctx.principal = principal
         log.debug("%s v%s from %s (connection %d)", schema.name, version, peer, connection_id)
         started = time.perf_counter_ns()
+        if connection is not None:
+            ctx.quota = RequestQuota(started)
         try:
             response = await handler.fn(self.broker, ctx, request)
         except CloseConnection:
@@ -146,16 +149,21 @@ class Dispatcher:
             raise CloseConnection from None
 
     def _throttle(self, connection, ctx, request, response, request_bytes, response_bytes, nanos) -> int:
-        """Client quotas (``quotas``): record the request, and mute the connection for the throttle time
-        after its response (``connection.throttle_ms``, which the server loop honours)."""
+        """Client quotas (``quotas``): record the request, unless its handler settled them already (a
+        consumer's Fetch: ``ctx.quota``), and mute the connection for the throttle time from now
+        (``connection.mute``, which the server loop honours after sending the response, whatever the
+        response's version: ``quotas._requests``)."""
         managers = getattr(self.broker, "quotas", None)
         if connection is None or managers is None:
             return 0
-        throttle = request_throttle_ms(
-            managers, self.broker.image.client_quotas, ctx, request, request_bytes=request_bytes,
-            response_bytes=response_bytes, handler_nanos=nanos, now_ms=self.broker.clock.now_ms(),
-        )  # fmt: skip
-        connection.throttle_ms = throttle
+        if ctx.quota is not None and ctx.quota.throttle_ms is not None:
+            throttle = ctx.quota.throttle_ms
+        else:
+            throttle = request_throttle_ms(
+                managers, self.broker.image.client_quotas, ctx, request, request_bytes=request_bytes,
+                response_bytes=response_bytes, handler_nanos=nanos, now_ms=self.broker.clock.now_ms(),
+            )  # fmt: skip
+        connection.mute(throttle, now_s=time.monotonic())
         return throttle
 
 

@@ -54,19 +54,19 @@ class CachedPartition:
         log_start_offset: int,
         error: int,
         preferred_read_replica: int = -1,
+        update: bool = True,
     ) -> bool:
-        """Whether the partition goes into an incremental response; updates what is remembered
-        (``CachedPartition.maybeUpdateResponseData``: a preferred read replica is always sent)."""
-        respond = has_records or preferred_read_replica >= 0
-        if self.high_watermark != high_watermark:
-            respond = True
+        """Whether the partition goes into an incremental response; updates what is remembered unless
+        ``update`` is False (``CachedPartition.maybeUpdateResponseData``: a preferred read replica is
+        always sent; sizing a response that may yet be throttled must not touch the session)."""
+        respond = has_records or preferred_read_replica >= 0 or bool(error)
+        respond = respond or self.high_watermark != high_watermark
+        respond = respond or self.local_log_start_offset != log_start_offset
+        if update:
             self.high_watermark = high_watermark
-        if self.local_log_start_offset != log_start_offset:
-            respond = True
             self.local_log_start_offset = log_start_offset
-        if error:
-            self.high_watermark = -1  # so the partition is sent again once the error clears
-            respond = True
+            if error:
+                self.high_watermark = -1  # so the partition is sent again once the error clears
         return respond
 
 
@@ -90,6 +90,12 @@ class FetchContext:
     session: FetchSession | None = None
     privileged: bool = False
     forgotten: list = field(default_factory=list)
+
+    def throttled_session_id(self) -> int:
+        """The session id of the empty answer a throttled fetch gets (``getThrottledResponse``): an
+        incremental session's own, left as it is for the next fetch; else none, and a full fetch
+        opens no session."""
+        return self.session.id if self.kind == "incremental" else INVALID_SESSION_ID
 
 
 class FetchSessionCache:

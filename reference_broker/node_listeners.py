@@ -8,8 +8,9 @@ controller listener must still be PLAINTEXT: a controller node serves plain conn
 
 from __future__ import annotations
 
-from .config import BrokerConfig, ConfigError
+from .config import BROKER_CONFIGS, BrokerConfig, ConfigError
 from .connection_limits import ConnectionLimits, parse_ip_overrides
+from .connection_rates import ConnectionRates
 from .security.listener_security import listener_security
 from .security.listeners import PROTOCOL_IDS, ListenerSetup, listener_setup
 from .security.peer_security import PeerSecurity, peer_security
@@ -35,7 +36,9 @@ def inter_broker_security(config: BrokerConfig, setup: ListenerSetup) -> PeerSec
 
 
 def connection_limits(config: BrokerConfig, setup: ListenerSetup) -> ConnectionLimits:
-    """``max.connections`` (and per listener), ``max.connections.per.ip`` and its overrides."""
+    """``max.connections``, ``max.connection.creation.rate`` (each also per listener),
+    ``max.connections.per.ip`` and its overrides, and the quota windows the rates use. Only the broker
+    listeners count: a combined node's controller listener has its own socket server in Kafka."""
     overrides = parse_ip_overrides(config["max.connections.per.ip.overrides"] or "")
     per_ip = int(config["max.connections.per.ip"])
     if per_ip == 0 and not overrides:
@@ -43,22 +46,33 @@ def connection_limits(config: BrokerConfig, setup: ListenerSetup) -> ConnectionL
             "requirement failed: max.connections.per.ip can be set to zero only if "
             "max.connections.per.ip.overrides property is set."
         )
-    per_listener = {}
-    for listener in setup.bound:
-        key = f"listener.name.{listener.name.lower()}.max.connections"
-        if key in config.static_props:
-            try:
-                per_listener[listener.name] = int(config.static_props[key])
-            except ValueError:
-                raise ConfigError(f"{key}={config.static_props[key]}: not a number") from None
+    names = [li.name for li in setup.bound if li.name not in setup.controller_names]
+    rates = ConnectionRates(
+        broker_max=int(config["max.connection.creation.rate"]),
+        per_listener_max=_per_listener(config, names, "max.connection.creation.rate"),
+        samples=int(config["quota.window.num"]),
+        window_ms=int(config["quota.window.size.seconds"]) * 1000,
+    )
     return ConnectionLimits(
         broker_max=int(config["max.connections"]),
         per_ip_max=per_ip,
         per_ip_overrides=overrides,
-        per_listener_max=per_listener,
+        per_listener_max=_per_listener(config, names, "max.connections"),
         inter_broker_listener=setup.inter_broker,
-        listeners=len(setup.bound),
+        listeners=len(names),
+        rates=rates,
     )
+
+
+def _per_listener(config: BrokerConfig, names: list[str], name: str) -> dict[str, int]:
+    """Each listener's value of ``name``: its ``listener.name.<l>.`` setting, else the broker's own
+    (``ListenerConnectionQuota`` is configured with ``valuesWithPrefixOverride``)."""
+    values = {}
+    for listener in names:
+        key = f"listener.name.{listener.lower()}.{name}"
+        raw = config.static_props.get(key)
+        values[listener] = int(config[name]) if raw is None else int(BROKER_CONFIGS[name].parse(str(raw)))
+    return values
 
 
 class NodeListeners:

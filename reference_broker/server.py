@@ -8,9 +8,11 @@ without touching any other."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import os
+import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from kconform.codecs import FrameDecoder, FrameTooLarge
 
 from .connection_limits import Admission, ConnectionLimits
+from .connection_rates import INT_MAX, ip_connection_rate
 from .dispatch import CloseConnection, Dispatcher
 from .security.authenticator import SaslAuthenticator
 from .security.listener_security import ListenerSecurity
@@ -63,7 +66,16 @@ class Connection:
     protocol: str
     principal: KafkaPrincipal
     authenticator: SaslAuthenticator | None = None
-    throttle_ms: int = 0  # client quotas: how long to read nothing after the last response (KIP-219)
+    unmuted_at_s: float = 0.0  # client quotas: when reading may go on (KIP-219), on the monotonic clock
+
+    def mute(self, throttle_ms: int, *, now_s: float) -> None:
+        """Read nothing more for ``throttle_ms`` from ``now_s``, while the response still goes out: the
+        throttle runs from when it is decided (Kafka's ``ThrottledChannel``), not from the send."""
+        if throttle_ms > 0:
+            self.unmuted_at_s = max(self.unmuted_at_s, now_s + throttle_ms / 1000)
+
+    def muted_for_s(self, now_s: float) -> float:
+        return max(0.0, self.unmuted_at_s - now_s)
 
 
 class BrokerServer:
@@ -78,6 +90,7 @@ class BrokerServer:
         self.dispatcher = dispatcher
         self.limits = limits or ConnectionLimits()
         self._slot_freed = asyncio.Condition()
+        self._acceptors: dict[str, asyncio.Lock] = {}  # one accept at a time per listener
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_s
         self._servers: list[asyncio.Server] = []
@@ -114,14 +127,18 @@ class BrokerServer:
             await server.wait_closed()
 
     async def _admitted(self, listener: str, ip: str, writer: asyncio.StreamWriter) -> bool:
-        """Count the connection in, waiting while its listener or the broker is full; False (and the
-        connection closed) when its address already has its maximum."""
+        """Count the connection in as ``ConnectionQuotas.inc`` does; False when it was not taken: an
+        address over its creation rate is held unread and closed after its throttle time, one already
+        at its maximum count is closed at once."""
         try:
-            async with self._slot_freed:
-                while (admission := self.limits.admit(listener, ip)) is Admission.WAIT and not self._stopping:
-                    await self._slot_freed.wait()
-        except asyncio.CancelledError:  # shutdown while waiting for a slot
+            async with self._acceptors.setdefault(listener, asyncio.Lock()):
+                admission, held_ms = await self._accept_in_turn(listener, ip)
+        except asyncio.CancelledError:  # shutdown while waiting
             writer.transport.abort()
+            return False
+        if held_ms > 0 and not self._stopping:
+            log.debug("Delaying closing of connection from %s for %d ms", ip, held_ms)
+            await self._close_later(writer, held_ms)
             return False
         if admission is Admission.REJECT or self._stopping:
             if admission is Admission.REJECT:
@@ -131,6 +148,35 @@ class BrokerServer:
             return False
         self.limits.opened(listener, ip)
         return True
+
+    async def _accept_in_turn(self, listener: str, ip: str) -> tuple[Admission, int]:
+        """What the listener's acceptor does, one connection at a time (``waitForConnectionSlot``, then
+        ``recordIpConnectionMaybeThrottle``): wait out the listener's and the broker's creation rates,
+        then for a free slot; returns the admission and how long to hold a connection over its
+        address's rate before closing it (0: not over)."""
+        protected = self.limits.protected(listener)
+        rates = self.limits.rates
+        delay_ms = rates.accept_delay_ms(listener, protected=protected, now_ms=self._now_ms())
+        if delay_ms > 0:
+            await asyncio.sleep(delay_ms / 1000)
+        async with self._slot_freed:
+            while (admission := self.limits.admit(listener, ip)) is Admission.WAIT and not self._stopping:
+                await self._slot_freed.wait()
+        ip_max = self._ip_connection_rate(ip)
+        return admission, rates.ip_delay_ms(listener, ip, ip_max, protected=protected, now_ms=self._now_ms())
+
+    async def _close_later(self, writer: asyncio.StreamWriter, delay_ms: int) -> None:
+        """A connection over its address's creation rate: left unread, then closed."""
+        try:
+            await asyncio.sleep(delay_ms / 1000)
+        except asyncio.CancelledError:  # shutdown
+            pass
+        writer.transport.abort()
+
+    def _ip_connection_rate(self, ip: str) -> int:
+        image = getattr(self.dispatcher.broker, "image", None)
+        quotas = getattr(image, "client_quotas", None)
+        return INT_MAX if not quotas else ip_connection_rate(quotas, ip, _resolved)
 
     async def _authenticate(self, connection: Connection, frame, writer: asyncio.StreamWriter) -> bool:
         """Let the connection's SASL authenticator see a frame first; True when it goes on to the
@@ -193,8 +239,8 @@ class BrokerServer:
                                                             connection=connection)  # fmt: skip
                     if response is not None:
                         await _send(writer, *response)
-                    if connection.throttle_ms > 0:  # muted: the next frame waits out the throttle
-                        await asyncio.sleep(connection.throttle_ms / 1000)
+                    if (muted_s := connection.muted_for_s(time.monotonic())) > 0:  # throttled
+                        await asyncio.sleep(muted_s)
         except FrameTooLarge as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except (CloseConnection, NoMatchingRule):
@@ -234,3 +280,12 @@ def _tls_principal(writer: asyncio.StreamWriter, security: ListenerSecurity) -> 
     except NoMatchingRule as exc:
         log.warning("closing TLS connection: %s", exc)
         raise
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(host: str) -> str | None:
+    """A host name in an ``ip`` quota entity, resolved once (Kafka resolves it when the quota arrives)."""
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        return None

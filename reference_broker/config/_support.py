@@ -70,6 +70,7 @@ IMPLEMENTED = frozenset(
         "max.connections",
         "max.connections.per.ip",
         "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",  # and the ip quota's rate: connection_rates.py
         "connections.max.idle.ms",
         "request.timeout.ms",  # inter-broker requests: markers, verification, replica fetches
         # client quota sensors (quotas/)
@@ -203,7 +204,6 @@ _OAUTH = "SASL/OAUTHBEARER"
 
 NOT_IMPLEMENTED: Mapping[str, str] = MappingProxyType(
     {
-        "max.connection.creation.rate": "connection creation rate limits",
         "principal.builder.class": "principal builder plug-ins",
         "sasl.server.callback.handler.class": "SASL callback handler plug-ins",
         "sasl.server.max.receive.size": "SASL receive size limit",

@@ -33,6 +33,7 @@ check), no aborted list and preferred_read_replica set, and the fetch does not w
 from __future__ import annotations
 
 import logging
+import time
 
 from kconform.codecs.constants import ZERO_UUID, IsolationLevel
 from kconform.codecs.errors import Errors
@@ -41,6 +42,7 @@ from kconform.codecs.messages import FetchResponse
 from ..down_conversion import UnsupportedCompressionForDownConversion, down_convert, fetch_magic
 from ..fetch_sessions import CachedPartition
 from ..partition import FetchRead, LogSlice, PartitionError
+from ..quotas import fetch_response_size, fetch_throttle_ms, set_throttle_time
 from ..replication.serving import serve_follower_fetch
 from ..security.acls import Operation, ResourceType
 from ..security.authorization import CLUSTER_NAME, allowed, filter_allowed
@@ -242,7 +244,8 @@ async def fetch(broker, ctx, request) -> FetchResponse:
     else:
         context = broker.fetch_sessions.new_context(0, -1, requested, [], is_follower=is_follower, now_ms=now)
     if context.kind == "error":
-        return FetchResponse(error_code=context.error, session_id=0, responses=[])
+        throttled = _throttled(broker, ctx, version, context, {}, is_follower, waited_ns=0)
+        return throttled or FetchResponse(error_code=context.error, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
     denied = _denied(broker, ctx, version, context.partitions, is_follower)
     results, total, errored = _read_once(
@@ -255,6 +258,7 @@ async def fetch(broker, ctx, request) -> FetchResponse:
         client_rack=client_rack,
         denied=denied,
     )
+    waited_ns = 0
     # a preferred read replica is answered at once (fetchMessages); found only by a re-read, it waits
     # like any other answer (DelayedFetch.tryComplete does not look for one)
     redirected = any(data.preferred_read_replica >= 0 for data in results.values())
@@ -282,8 +286,13 @@ async def fetch(broker, ctx, request) -> FetchResponse:
             )
             return state["read"][1] >= request.min_bytes or state["read"][2]
 
+        parked = time.perf_counter_ns()
         await broker.purgatory.wait_until(watch, enough, request.max_wait_ms / 1000, clock=broker.clock)
+        waited_ns = time.perf_counter_ns() - parked
         results, total, errored = state.get("read", (results, total, errored))
+    throttled = _throttled(broker, ctx, version, context, results, is_follower, waited_ns=waited_ns)
+    if throttled is not None:
+        return throttled
     magic = fetch_magic(version)
     if magic is not None and not is_follower:
         results = {
@@ -320,6 +329,34 @@ async def fetch(broker, ctx, request) -> FetchResponse:
         responses=_group(version, results),
         node_endpoints=_point_to_leaders(broker, results, ctx.listener) if version >= 16 else [],
     )
+
+
+def _throttled(broker, ctx, version: int, context, results: dict, is_follower: bool, *, waited_ns: int):
+    """A consumer over its byte-rate or request quota gets an empty answer with the throttle time
+    (KafkaApis.handleFetchRequest, ``FetchContext.getThrottledResponse``), decided before the session
+    learns of this response; None when the fetch goes on. The bytes counted are those of the response
+    it would get, before down-conversion (``getResponseSize``), and the time the handler spent apart
+    from waiting for data (Kafka counts a delayed fetch's request thread time up to its parking)."""
+    quota, quotas = ctx.quota, broker.image.client_quotas
+    if quota is None or is_follower or not len(quotas):
+        return None
+    if context.kind == "incremental":
+        session = context.session.partitions
+        results = {key: data for key, data in results.items() if session[key].must_respond(
+            has_records=bool(data.records), high_watermark=data.high_watermark,
+            log_start_offset=data.log_start_offset, error=data.error_code,
+            preferred_read_replica=data.preferred_read_replica, update=False)}  # fmt: skip
+    would_send = FetchResponse(error_code=Errors.NONE, session_id=0, responses=_group(version, results))
+    quota.throttle_ms = fetch_throttle_ms(
+        broker.quotas, quotas, ctx, response_bytes=fetch_response_size(version, would_send),
+        handler_nanos=max(0, time.perf_counter_ns() - quota.started_ns - waited_ns),
+        now_ms=broker.clock.now_ms(),
+    )  # fmt: skip
+    if quota.throttle_ms <= 0:
+        return None
+    response = FetchResponse(error_code=Errors.NONE, session_id=context.throttled_session_id(), responses=[])
+    set_throttle_time(response, version, quota.throttle_ms)
+    return response
 
 
 def _down_converted(broker, key, data: PartitionData, magic: int, fetch_offset: int) -> PartitionData:

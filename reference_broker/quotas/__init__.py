@@ -3,14 +3,23 @@ sensors with Kafka's quota lookup (``_manager``) and what each request counts (`
 
 from ._manager import FETCH, PRODUCE, REQUEST, ClientQuotaManagers, quota_for
 from ._rate import WindowedRate, throttle_time_ms
-from ._requests import request_throttle_ms, set_throttle_time
+from ._requests import (
+    RequestQuota,
+    fetch_response_size,
+    fetch_throttle_ms,
+    request_throttle_ms,
+    set_throttle_time,
+)
 
 __all__ = [
     "FETCH",
     "PRODUCE",
     "REQUEST",
     "ClientQuotaManagers",
+    "RequestQuota",
     "WindowedRate",
+    "fetch_response_size",
+    "fetch_throttle_ms",
     "quota_for",
     "request_throttle_ms",
     "set_throttle_time",

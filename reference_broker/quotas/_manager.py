@@ -68,6 +68,15 @@ class ClientQuotaManagers:
         max_ms = self.window_ms if key == REQUEST else None
         return throttle_time_ms(rate, bound, now_ms, max_ms=max_ms)
 
+    def unrecord(
+        self, quotas: ClientQuotas, key: str, user: str, client_id: str, value: float, now_ms: int
+    ) -> None:
+        """``unrecordQuotaSensor``: take back ``value`` (bytes a throttled fetch did not send)."""
+        found = quota_for(quotas, key, user, client_id)
+        rate = None if found is None else self._sensors.get((key, found[1]))
+        if rate is not None:
+            rate.record(-value, now_ms)
+
     def request_time(self, quotas: ClientQuotas, user: str, client_id: str, nanos: int, now_ms: int) -> int:
         """The request-handling share: handler time as a percentage of one second."""
         return self.record(quotas, REQUEST, user, client_id, nanos * _NANOS_TO_PERCENT, now_ms)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 __all__ = ["WindowedRate", "throttle_time_ms"]
 
+_LONG_MAX = 2**63 - 1
+
 
 @dataclass(slots=True)
 class _Sample:
@@ -42,6 +44,8 @@ class WindowedRate:
         self._current = 0
 
     def record(self, value: float, now_ms: int) -> None:
+        """Add ``value`` at ``now_ms``; a negative value takes back one recorded earlier (Kafka's
+        ``sensor.record(-value, timeMs, false)``, how a throttled fetch or connection is unrecorded)."""
         sample = self._current_sample(now_ms)
         if now_ms - sample.start_ms >= self.window_ms:  # Sample.isComplete (no event-count window here)
             sample = self._advance(now_ms)
@@ -96,6 +100,8 @@ def throttle_time_ms(rate: WindowedRate, bound: float, now_ms: int, *, max_ms: i
     value = rate.measure(now_ms)
     if value <= bound:
         return 0
+    if bound <= 0:  # Java's division gives Infinity and Math.round Long.MAX_VALUE: the cap, or forever
+        return _LONG_MAX if max_ms is None else max_ms
     throttle = _java_round((value - bound) / bound * rate.window_ms_at(now_ms))
     return throttle if max_ms is None else min(throttle, max_ms)
 

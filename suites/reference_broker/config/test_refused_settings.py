@@ -94,7 +94,7 @@ def test_the_security_properties_being_implemented_are_implemented():
 def test_unimplemented_settings_are_refused_each_by_name_in_one_error():
     settings = {
         "principal.builder.class": PRINCIPAL_BUILDER,
-        "max.connection.creation.rate": "10",
+        "offsets.retention.minutes": "10",
         "num.io.threads": "4",  # ignored: no refusal
         "remote.log.storage.system.enable": "true",
     }
@@ -104,12 +104,12 @@ def test_unimplemented_settings_are_refused_each_by_name_in_one_error():
     assert isinstance(error, ConfigError)
     assert [r.key for r in error.refusals] == [
         "principal.builder.class",
-        "max.connection.creation.rate",
+        "offsets.retention.minutes",
         "remote.log.storage.system.enable",
     ]
     message = str(error)
     assert "\n" not in message
-    assert "max.connection.creation.rate=10: not implemented by the reference broker (" in message
+    assert "offsets.retention.minutes=10: not implemented by the reference broker (" in message
     assert f"principal.builder.class={PRINCIPAL_BUILDER}: not implemented by the reference broker" in message
     assert "(principal builder plug-ins)" in message and "(tiered storage)" in message
 
@@ -165,9 +165,7 @@ def test_any_unimplemented_number_off_its_default_is_refused_and_named_once(chos
 
 def test_default_valued_settings_written_as_kafka_would_are_accepted():
     builder = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
-    assert (
-        refused_keys({"principal.builder.class": builder, "max.connection.creation.rate": "2147483647"}) == []
-    )
+    assert refused_keys({"principal.builder.class": builder, "offsets.retention.minutes": "10080"}) == []
     assert refused_keys({"remote.log.storage.system.enable": "FALSE"}) == []  # parsed, not compared as text
 
 
@@ -201,16 +199,17 @@ def test_prefixed_properties_are_classified_by_the_config_they_carry():
     settings = {
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": jaas,  # implemented
         "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": "com.example.Handler",
-        "listener.name.plaintext.max.connection.creation.rate": "5",
+        "listener.name.plaintext.principal.builder.class": PRINCIPAL_BUILDER,
         "listener.name.plaintext.num.io.threads": "4",  # unknown, as in Kafka: logged, not refused
     }
     built = config(**settings)
     assert [r.key for r in refused_settings(built)] == [
         "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class",
-        "listener.name.plaintext.max.connection.creation.rate",
+        "listener.name.plaintext.principal.builder.class",
     ]
     assert "listener.name.plaintext.num.io.threads" in built.unknown
-    assert refused_keys({"listener.name.plaintext.max.connection.creation.rate": "2147483647"}) == []
+    default_builder = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+    assert refused_keys({"listener.name.plaintext.principal.builder.class": default_builder}) == []
 
 
 def test_names_kafka_does_not_know_are_still_only_logged():
@@ -256,8 +255,8 @@ def test_a_node_refuses_to_be_built_with_an_unimplemented_setting(tmp_path):
     from kconform.reference_broker.node import BrokerNode
 
     data = tmp_path / "data"
-    settings = {**MINIMAL, "log.dirs": str(data), "max.connection.creation.rate": "10"}
-    with pytest.raises(UnsupportedConfigError, match="max.connection.creation.rate=10"):
+    settings = {**MINIMAL, "log.dirs": str(data), "offsets.retention.minutes": "10"}
+    with pytest.raises(UnsupportedConfigError, match="offsets.retention.minutes=10"):
         BrokerNode(BrokerConfig(settings))
     assert not data.exists(), "refused before any side effect"
 
@@ -270,9 +269,9 @@ def test_the_command_line_prints_one_line_and_exits_2(tmp_path):
             "kconform.reference_broker",
             "--data-dir",
             str(tmp_path / "data"),
-            "max.connection.creation.rate=10",
+            "offsets.retention.minutes=10",
             f"principal.builder.class={PRINCIPAL_BUILDER}",
-            "listener.name.plaintext.max.connection.creation.rate=3",  # refused, not also logged as unused
+            "listener.name.plaintext.sasl.server.callback.handler.class=com.example.H",  # refused, not logged
         ],
         capture_output=True,
         text=True,
@@ -281,11 +280,12 @@ def test_the_command_line_prints_one_line_and_exits_2(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(
-        "Error: max.connection.creation.rate=10: not implemented by the reference broker"
-    )
+    assert lines[0].startswith("Error: offsets.retention.minutes=10: not implemented by the reference broker")
     assert f"principal.builder.class={PRINCIPAL_BUILDER}" in lines[0]
-    assert "listener.name.plaintext.max.connection.creation.rate=3: not implemented" in lines[0]
+    assert (
+        "listener.name.plaintext.sasl.server.callback.handler.class=com.example.H: not implemented"
+        in lines[0]
+    )
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
 
