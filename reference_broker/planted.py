@@ -312,6 +312,29 @@ def _stale_leader_accepts_writes() -> None:
     _wrap(Partition, "apply_registration", make)
 
 
+# ---- authorization --------------------------------------------------------------------------------
+
+
+def _authorizer_allow_before_deny() -> None:
+    import dataclasses
+
+    from .security.acls import Permission
+    from .security.authorizer import Authorizer
+
+    def make(authorize):
+        def allow_wins(self, principal, host, operation, resource_type, name):
+            if authorize(self, principal, host, operation, resource_type, name):
+                return True
+            # asked again of the ALLOWs alone: one that applies wins, whatever DENY applies too
+            allows = tuple(acl for acl in self.acls if acl.permission == Permission.ALLOW)
+            only_allows = dataclasses.replace(self, acls=allows, allow_if_no_acl=False)
+            return authorize(only_allows, principal, host, operation, resource_type, name)
+
+        return allow_wins
+
+    _wrap(Authorizer, "authorize", make)
+
+
 PLANTED_BUGS: dict[str, PlantedBug] = {
     "list-offsets-latest-off-by-one": PlantedBug(
         "ListOffsets for the latest offset (-1) answers one past the end", _list_offsets_latest_off_by_one
@@ -386,6 +409,11 @@ PLANTED_BUGS: dict[str, PlantedBug] = {
         "a leader ignores every registration naming another leader at a newer leader epoch and goes on "
         "leading, so two brokers accept writes for the partition",
         _stale_leader_accepts_writes,
+    ),
+    "authorizer-allow-before-deny": PlantedBug(
+        "the authorizer lets an ALLOW that applies win over a DENY that applies too (StandardAuthorizer "
+        "denies whenever a matching DENY exists)",
+        _authorizer_allow_before_deny,
     ),
 }
 

@@ -7,7 +7,20 @@ from __future__ import annotations
 import click
 
 from ..bench.commands import bench
-from . import broker, campaign, capture, chaos, cluster, codecs, conform, diff, diff_frames, report, toxiproxy
+from . import (
+    broker,
+    campaign,
+    capture,
+    chaos,
+    cluster,
+    codecs,
+    conform,
+    diff,
+    diff_acls,
+    diff_frames,
+    report,
+    toxiproxy,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,6 +35,7 @@ cli.add_command(broker.broker)
 cli.add_command(cluster.cluster)
 cli.add_command(diff.diff)
 cli.add_command(diff.repro)
+cli.add_command(diff_acls.diff_acls)
 cli.add_command(diff_frames.diff_frames)
 cli.add_command(toxiproxy.toxiproxy)
 cli.add_command(chaos.chaos)

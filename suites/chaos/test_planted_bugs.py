@@ -257,6 +257,7 @@ WRAPPED = {  # the one broker function each planted bug replaces
     "follower-skips-truncation": "fetcher.position",
     "unclean-election-without-flag": "partition_change._elect",
     "stale-leader-accepts-writes": "Partition.apply_registration",
+    "authorizer-allow-before-deny": "Authorizer.authorize",
 }
 INSTALL = """
 import json
@@ -266,6 +267,7 @@ from kconform.reference_broker.node import BrokerNode  # its constructor is wher
 from kconform.reference_broker.partition import Partition
 from kconform.reference_broker.planted import install
 from kconform.reference_broker.replication import fetcher
+from kconform.reference_broker.security.authorizer import Authorizer
 from kconform.reference_broker.storage import PartitionLog
 from kconform.reference_broker.storage import _producer_state_manager as manager
 
@@ -275,7 +277,7 @@ def functions():
                        "_advance_high_watermark", "maybe_shrink_isr", "apply_registration")
              if hasattr(c, n)}
     return {**found, "check_sequence": manager.check_sequence, "fetcher.position": fetcher.position,
-            "partition_change._elect": partition_change._elect}
+            "partition_change._elect": partition_change._elect, "Authorizer.authorize": Authorizer.authorize}
 
 before = functions()
 on = install()
