@@ -28,7 +28,7 @@ class AclTargetProblem(click.ClickException):
 def _prepare(spec: str, properties: dict[str, str], setup):
     """The target for ``spec``, secured for the run: a reference broker secures itself (its admin's
     password made here); any other target is reached with the --target-config's SASL admin."""
-    from ..diff.acl_reference import admin_properties, secured_overrides
+    from ..diff.acl_reference import PROTOCOL, admin_properties, secured_properties
     from ..targets.base import TargetError
     from ..targets.reference import ReferenceTarget
     from ..targets.registry import make_target
@@ -37,7 +37,7 @@ def _prepare(spec: str, properties: dict[str, str], setup):
         target = make_target(spec, None if spec.startswith("reference") else properties)
         if isinstance(target, ReferenceTarget):
             password = secrets.token_hex(12)
-            target.overrides.update(secured_overrides(setup, password))
+            target.secure_brokers(PROTOCOL, secured_properties(setup, password))
             target.secure(admin_properties(password))
         elif spec.startswith("reference"):
             raise TargetError(f"target {spec!r}: diff-acls starts a single reference node only")

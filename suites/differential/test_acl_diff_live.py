@@ -17,7 +17,7 @@ from kconform.harness.client.config import AdminConfig
 from kconform.harness.client.network import NetworkClient
 from kconform.harness.client.properties import read_properties
 from kconform.harness.client.security import security_from_config
-from kconform.harness.diff.acl_reference import admin_properties, secured_overrides
+from kconform.harness.diff.acl_reference import PROTOCOL, admin_properties, secured_properties
 from kconform.harness.diff.acl_setup import load_setup
 from kconform.harness.targets.reference import ReferenceTarget
 
@@ -58,7 +58,9 @@ def test_two_honest_brokers_show_no_difference(tmp_path):
 
 def test_a_bootstrap_target_is_left_as_found(tmp_path):
     setup, password = load_setup(None), "boot-admin-secret"
-    broker = ReferenceTarget("secured", overrides=secured_overrides(setup, password))
+    broker = ReferenceTarget(
+        "secured", client_protocol=PROTOCOL, broker_properties=secured_properties(setup, password)
+    )
     config = tmp_path / "admin.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in admin_properties(password).items()))
     with broker:
