@@ -275,20 +275,34 @@ def run_end_to_end(
     engine: str = "spark",
     progress: CampaignProgress | None = None,
     clock: Callable[[], float] = time.monotonic,
+    security: tuple[dict[str, str], dict[str, str]] = ({}, {}),
 ) -> CampaignOutcome:
+    """``security``: the clients' properties (--target-config) and the broker properties that secure
+    the targets the campaign starts (--broker-config), for every part."""
     progress = progress or CampaignProgress()
     out.mkdir(parents=True, exist_ok=True)
     started = clock()
     outcome = CampaignOutcome()
     for target in plan.conform:
-        outcome.parts.append(_conform_part(target, out, plan.conform_seconds, progress))
+        outcome.parts.append(_conform_part(target, out, plan.conform_seconds, progress, security))
     for a, b in plan.diff_pairs:
         outcome.parts.append(
-            _diff_part(a, b, out, plan.diff_seconds, examples, seed, progress, clock, previous=previous)
+            _diff_part(
+                a,
+                b,
+                out,
+                plan.diff_seconds,
+                examples,
+                seed,
+                progress,
+                clock,
+                previous=previous,
+                security=security,
+            )
         )
     for target, names in plan.chaos:
         outcome.parts.append(
-            _chaos_part(target, names, out, plan.scenario_seconds, seed, toxiproxy_url, progress)
+            _chaos_part(target, names, out, plan.scenario_seconds, seed, toxiproxy_url, progress, security)
         )
     from kconform.spark_reports.build import build_dashboard
     from kconform.spark_reports.runs import ReportInputError
@@ -312,7 +326,7 @@ def run_end_to_end(
     return outcome
 
 
-def _conform_part(spec, out, seconds, progress) -> PartOutcome:
+def _conform_part(spec, out, seconds, progress, security=({}, {})) -> PartOutcome:
     from .conform.run import run_conformance
     from .targets.base import TargetError
     from .targets.registry import make_target
@@ -329,7 +343,7 @@ def _conform_part(spec, out, seconds, progress) -> PartOutcome:
         progress.part_advanced(label, min(seconds, time.monotonic() - began), status)
 
     try:
-        with make_target(spec) as target:
+        with make_target(spec, *security) as target:
             result = run_conformance(
                 target, out=part.directory, pick="ends", seconds=seconds, on_outcome=advance
             )
@@ -353,7 +367,7 @@ REPLAY_SHARE = 0.15
 
 
 def _diff_part(
-    a_spec, b_spec, out, seconds, examples, seed, progress, clock, *, previous=None
+    a_spec, b_spec, out, seconds, examples, seed, progress, clock, *, previous=None, security=({}, {})
 ) -> PartOutcome:
     from .diff.cases import run_campaign
     from .diff.replays import cases_to_replay, write_replays
@@ -366,8 +380,8 @@ def _diff_part(
     began = clock()
     try:
         with ExitStack() as stack:
-            a = stack.enter_context(make_target(a_spec))
-            b = stack.enter_context(make_target(b_spec))
+            a = stack.enter_context(make_target(a_spec, *security))
+            b = stack.enter_context(make_target(b_spec, *security))
 
             def advance(done: int, _total: int, found: int) -> None:
                 progress.part_advanced(label, clock() - began, f"{done} cases, {found} causes of difference")
@@ -418,7 +432,7 @@ def _replays(a, b, cases, pair, deadline, clock) -> list:
         return []
 
 
-def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> PartOutcome:
+def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress, security=({}, {})) -> PartOutcome:
     from .chaos.scenario_set import run_chaos
     from .chaos.scenarios import load_catalogue
 
@@ -440,6 +454,8 @@ def _chaos_part(target, names, out, seconds, seed, toxiproxy_url, progress) -> P
             out=part.directory,
             seed=seed,
             toxiproxy_url=toxiproxy_url,
+            client_properties=security[0],
+            broker_properties=security[1],
             on_result=finished,
         )
     except (OSError, RuntimeError, ValueError) as exc:  # a Toxiproxy that cannot be reached, a bad target

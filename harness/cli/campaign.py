@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from .target_config import broker_config_option, target_config_option
+
 
 @click.command()
 @click.option(
@@ -60,9 +62,11 @@ import click
     help="campaign directory (default: ./kconform-runs/campaign-<time>)",
 )
 @click.option("--strict", is_flag=True, help="exit 1 when a difference or a broken promise is found")
+@target_config_option
+@broker_config_option
 def campaign(
     targets, kafka_version, duration, examples, scenarios, no_diff, no_chaos, no_conform, seed, toxiproxy_url,
-    master, engine, previous, out, strict,
+    master, engine, previous, out, strict, target_config, broker_config,
 ) -> None:  # fmt: skip
     """Run conformance, differential and chaos work against the targets, then write the dashboard."""
     began = time.monotonic()  # the budget is the whole command's, checks and start-up included
@@ -114,7 +118,7 @@ def campaign(
 
     try:
         for name in names:  # a typo is an error now, not minutes later when its part starts
-            make_target(name)
+            make_target(name, target_config, broker_config)  # and security it cannot take
         budget = parse_duration(duration)
         try:
             plan = plan_for(names, budget)
@@ -126,6 +130,13 @@ def campaign(
             console.print(f"{', '.join(optional)} left out: {exc}", style="yellow", markup=False)
     except (ScheduleError, TargetError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
+    secured = bool(target_config or broker_config)
+    unsecurable = [t for t, _ in plan.chaos if chaos_kind(t) != "reference"] if secured else []
+    if unsecurable:
+        raise click.UsageError(
+            f"chaos under --target-config/--broker-config runs on a single reference broker, not "
+            f"{', '.join(unsecurable)}: give --no-chaos or other --targets"
+        )
     if not plan.diff_pairs and not plan.chaos and not plan.conform:
         raise click.UsageError(
             "nothing to run: give two targets for a diff, or a target with chaos scenarios, or leave "
@@ -160,6 +171,7 @@ def campaign(
             master=master,
             engine=engine,
             progress=progress,
+            security=(target_config, broker_config),
         )
 
     out_console = Console()

@@ -230,7 +230,7 @@ def test_the_command_runs_the_replication_catalogue_on_a_cluster_target(tmp_path
     ran: dict[str, tuple[list[str], float]] = {}
     reported: list = []
 
-    def run_chaos(target, scenarios, *, duration, out, seed, toxiproxy_url, on_result):
+    def run_chaos(target, scenarios, *, duration, out, seed, toxiproxy_url, on_result, **security):
         ran[target] = ([s.name for s in scenarios], duration)
         (out / "traces").mkdir(parents=True)
         results = [SimpleNamespace(scenario=s.name, verdict="pass") for s in scenarios]
@@ -322,3 +322,50 @@ def test_a_budget_too_small_for_tansu_leaves_it_out_and_says_so(monkeypatch, tmp
     plan, printed = _planned_defaults(monkeypatch, tmp_path, "150s", tansu_found=True)
     assert plan.diff_pairs == (("reference", "rdkafka-mock"),)
     assert "tansu left out: a budget of 150s leaves too little for the differential campaign" in printed
+
+
+def test_a_secured_campaign_hands_its_security_to_every_part_and_refuses_what_cannot_take_it(
+    tmp_path, monkeypatch
+):
+    """``--target-config``/``--broker-config``: the chaos part gets both; a target kconform cannot secure,
+    or chaos on anything but a single reference broker, is exit 2 before anything starts."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from kconform.harness.chaos import scenario_set
+    from kconform.harness.cli import cli
+    from kconform.spark_reports import build
+
+    client, broker = tmp_path / "client.properties", tmp_path / "broker.properties"
+    client.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";\n'
+    )
+    broker.write_text("sasl.enabled.mechanisms=PLAIN\n")
+    handed: list = []
+
+    def run_chaos(target, scenarios, *, duration, out, seed, toxiproxy_url, on_result, **security):
+        handed.append(security)
+        (out / "traces").mkdir(parents=True)
+        return [SimpleNamespace(scenario=s.name, verdict="pass") for s in scenarios]
+
+    def build_dashboard(runs, out, **_options):
+        out.mkdir(parents=True)
+        (out / "index.html").write_text("<html></html>")
+        return out / "index.html"
+
+    monkeypatch.setattr(scenario_set, "run_chaos", run_chaos)
+    monkeypatch.setattr(build, "build_dashboard", build_dashboard)
+    secured = ["--target-config", str(client), "--broker-config", str(broker)]
+    runner = CliRunner()
+    ran = runner.invoke(cli, ["campaign", "--targets", "reference", "--no-diff", "--no-conform", "--duration",
+                              "30m", "--out", str(tmp_path / "c1"), *secured])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert handed and handed[0]["client_properties"]["security.protocol"] == "SASL_PLAINTEXT"
+    assert handed[0]["broker_properties"] == {"sasl.enabled.mechanisms": "PLAIN"}
+    for targets, message in (("reference,rdkafka-mock", "cannot be secured"), ("reference:3", "chaos under")):
+        refused = runner.invoke(cli, ["campaign", "--targets", targets, "--duration", "30m", "--no-diff",
+                                      "--out", str(tmp_path / "c2"), *secured])  # fmt: skip
+        assert refused.exit_code == 2 and message in " ".join(refused.output.split()), refused.output
+    assert not (tmp_path / "c2").exists()
