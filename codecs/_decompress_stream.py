@@ -4,9 +4,10 @@ time and never held whole (Kafka reads compressed records through a stream with 
 
 ``decompressed_chunks`` gives the bytes ``compression.decompress`` gives, in pieces of at most
 ``chunk_size``, and fails on the same inputs with ``DecompressionError``: when the stream gets there,
-possibly after some pieces were handed out. gzip, and zstd when the ``zstandard`` package is installed,
-stream; the other codecs are decompressed whole (bounded by ``max_size``) and handed out in pieces.
-Empty pieces may come: they only mark a point where a caller may pause."""
+possibly after some pieces were handed out. gzip and zstd (when the ``zstandard`` package is installed)
+stream; lz4 and snappy go a block at a time (``_block_streams``); legacy zstd, which Kafka never
+reads, is decompressed whole (bounded by ``max_size``) and handed out in pieces. Empty pieces may come:
+they only mark a point where a caller may pause."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 
+from ._block_streams import lz4_chunks, snappy_chunks
 from .compression import MAX_DECOMPRESSED_SIZE, Compression, DecompressionError, decompress
 
 try:
@@ -48,7 +50,22 @@ def decompressed_chunks(
         return _gzip_chunks(data, max_size, chunk_size)
     if codec is Compression.ZSTD and magic >= 2 and _zstandard is not None:
         return _zstd_chunks(data, max_size, chunk_size)
+    if codec is Compression.LZ4:
+        return _one_error_type(codec, lz4_chunks(data, magic, max_size, chunk_size))
+    if codec is Compression.SNAPPY:
+        return _one_error_type(codec, snappy_chunks(data, max_size, chunk_size))
     return _pieces(decompress(codec, data, magic=magic, max_size=max_size), chunk_size)
+
+
+def _one_error_type(codec: Compression, chunks: Iterator) -> Iterator:
+    """``chunks``, with the codec library's own errors turned into ``DecompressionError`` as
+    ``compression.decompress`` turns them."""
+    try:
+        yield from chunks
+    except DecompressionError:
+        raise
+    except Exception as exc:
+        raise DecompressionError(f"{codec.name.lower()}: {type(exc).__name__}: {exc}") from None
 
 
 def _pieces(payload: bytes, chunk_size: int) -> Iterator[memoryview]:

@@ -48,6 +48,8 @@ from ._control_records import (
     encode_end_txn_marker,
     encode_end_txn_marker_batch,
 )
+from ._legacy_stream import legacy_record_chunks
+from ._v2_build_stream import StreamedV2Batch
 from ._v2_writer import encode_record_v2, seal_v2_batch
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "EndTransactionMarker",
     "Record",
     "RecordBatch",
+    "StreamedV2Batch",
     "TimestampType",
     "decode_batch",
     "decode_batch_header",
@@ -72,6 +75,7 @@ __all__ = [
     "iter_batch_headers",
     "iter_batches",
     "iter_record_chunks",
+    "legacy_record_chunks",
     "patch_batch_header",
     "seal_v2_batch",
     "set_batch_max_timestamp",

@@ -1,11 +1,14 @@
 """``kconform bench bombs``: compression bombs must not stall the reference broker.
 
 A reference broker runs as a subprocess. One connection sends N Produce requests back to back, each one
-zstd batch of many empty records (1.3 M records compress to about 1 MB, under ``max.message.bytes``);
-meanwhile another connection sends ApiVersions every 10 ms and times each answer, and the broker's
-resident memory (VmRSS in /proc/PID/status) is sampled. The goal is the yardstick, not a peer: p99 of
-the ApiVersions latencies under 100 ms, and peak RSS within 32 MB of the baseline taken before the
-bombs. The command exits non-zero when either is missed, or when a bomb goes unanswered."""
+batch of many empty records compressed with ``--codec`` (by default 1.3 M records in zstd, about 1 MB:
+each codec's default count fills about 1 MB, under ``max.message.bytes``). ``--kind rebuilt`` creates
+the topic with another ``compression.type``, so the broker must rebuild every bomb with that codec
+(LogValidator's recompression path) rather than keep it as it came. Meanwhile another connection
+sends ApiVersions every 10 ms and times each answer, and the broker's resident memory (VmRSS in
+/proc/PID/status) is sampled. The goal is the yardstick, not a peer: p99 of the ApiVersions latencies
+under 100 ms, and peak RSS within 32 MB of the baseline taken before the bombs. The command exits
+non-zero when either is missed, or when a bomb goes unanswered."""
 
 from __future__ import annotations
 
@@ -26,6 +29,11 @@ from kconform.codecs.records import Record, encode_batch
 __all__ = ["BombsResult", "bomb_batch", "run"]
 
 BOMB_RECORDS = 1_300_000  # empty records: about 1 MB of zstd
+# empty records per bomb that fill about 1 MB with each codec (lz4 and snappy shrink them only ~2x)
+CODEC_RECORDS = {"zstd": BOMB_RECORDS, "gzip": 700_000, "lz4": 250_000, "snappy": 250_000}
+KINDS = ("kept", "rebuilt")
+# the topic codec a rebuilt bomb is written with: another one than the bomb's
+REBUILD_CODEC = {"zstd": "lz4", "gzip": "lz4", "lz4": "zstd", "snappy": "zstd"}
 GOAL_P99_MS = 100.0
 GOAL_RSS_MB = 32.0
 GOAL_TEXT = f"goal: p99 < {GOAL_P99_MS:.0f} ms, RSS +{GOAL_RSS_MB:.0f} MB"
@@ -40,6 +48,9 @@ IO_TIMEOUT_S = 300.0
 
 @dataclass(frozen=True, slots=True)
 class BombsResult:
+    codec: str
+    kind: str
+    topic_compression: str
     bombs: int
     records_per_bomb: int
     bomb_bytes: int
@@ -63,10 +74,10 @@ class BombsResult:
         )
 
 
-def bomb_batch(records: int, now_ms: int) -> bytes:
-    """One zstd batch of ``records`` empty records (null key and value, no headers)."""
+def bomb_batch(records: int, now_ms: int, codec: str = "zstd") -> bytes:
+    """One batch of ``records`` empty records (null key and value, no headers) compressed with ``codec``."""
     empty = [Record(i, now_ms, None, None, []) for i in range(records)]
-    return encode_batch(empty, compression=Compression.ZSTD, base_offset=0)
+    return encode_batch(empty, compression=Compression[codec.upper()], base_offset=0)
 
 
 class _Connection:
@@ -113,8 +124,11 @@ def _error_codes(frame: bytes) -> list[int]:
     return [p.error_code for topic in body.responses for p in topic.partition_responses]
 
 
-def _create_topic(conn: _Connection) -> None:
-    topic = CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=1, replication_factor=1)
+def _create_topic(conn: _Connection, compression_type: str) -> None:
+    config = CreateTopicsRequest.CreatableTopicConfig(name="compression.type", value=compression_type)
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=TOPIC, num_partitions=1, replication_factor=1, configs=[config]
+    )
     conn.send(19, CREATE_TOPICS_VERSION, CreateTopicsRequest(topics=[topic], timeout_ms=30_000))
     _, body = decode_response(conn.receive(), 19, CREATE_TOPICS_VERSION)
     codes = [t.error_code for t in body.topics]
@@ -122,11 +136,21 @@ def _create_topic(conn: _Connection) -> None:
         raise RuntimeError(f"CreateTopics {TOPIC} answered error codes {codes}")
 
 
-def _measure(address: tuple[str, int], pid: int, batch: bytes, bombs: int, records: int) -> BombsResult:
+@dataclass(frozen=True, slots=True)
+class _Bomb:
+    codec: str
+    kind: str
+    topic_compression: str
+    records: int
+    batch: bytes
+
+
+def _measure(address: tuple[str, int], pid: int, bomb: _Bomb, bombs: int) -> BombsResult:
+    batch, records = bomb.batch, bomb.records
     bomber, prober = _Connection(address), _Connection(address)
     try:
-        _create_topic(bomber)
-        bomber.send(0, PRODUCE_VERSION, _produce(bomb_batch(10, int(time.time() * 1000))))
+        _create_topic(bomber, bomb.topic_compression)
+        bomber.send(0, PRODUCE_VERSION, _produce(bomb_batch(10, int(time.time() * 1000), bomb.codec)))
         _error_codes(bomber.receive())  # warm the produce path before the baseline
         prober.send(18, API_VERSIONS_VERSION, ApiVersionsRequest())
         prober.receive()
@@ -173,6 +197,9 @@ def _measure(address: tuple[str, int], pid: int, batch: bytes, bombs: int, recor
                 thread.join(IO_TIMEOUT_S)
         ordered = sorted(latencies)
         return BombsResult(
+            codec=bomb.codec,
+            kind=bomb.kind,
+            topic_compression=bomb.topic_compression,
             bombs=bombs,
             records_per_bomb=records,
             bomb_bytes=len(batch),
@@ -192,15 +219,20 @@ def _measure(address: tuple[str, int], pid: int, batch: bytes, bombs: int, recor
         prober.close()
 
 
-def measure(*, bombs: int, records: int) -> BombsResult:
-    """Start a reference broker, throw ``bombs`` bombs of ``records`` records at it, and measure."""
+def measure(*, bombs: int, records: int | None, codec: str = "zstd", kind: str = "kept") -> BombsResult:
+    """Start a reference broker, throw ``bombs`` bombs of ``records`` records (None: the codec's default)
+    compressed with ``codec`` at it, and measure; ``kind`` "rebuilt" makes the topic's codec another."""
     from kconform.reference_broker.process import start_broker_process
 
-    batch = bomb_batch(records, int(time.time() * 1000))
+    if codec not in CODEC_RECORDS or kind not in KINDS:
+        raise ValueError(f"codec must be one of {sorted(CODEC_RECORDS)} and kind one of {KINDS}")
+    records = CODEC_RECORDS[codec] if records is None else records
+    topic_compression = REBUILD_CODEC[codec] if kind == "rebuilt" else "producer"
+    bomb = _Bomb(codec, kind, topic_compression, records, bomb_batch(records, int(time.time() * 1000), codec))
     with tempfile.TemporaryDirectory(prefix="kconform-bombs-") as data_dir:
         node = start_broker_process(Path(data_dir))
         try:
-            return _measure((node.host, node.port), node.process.pid, batch, bombs, records)
+            return _measure((node.host, node.port), node.process.pid, bomb, bombs)
         finally:
             node.stop()
 
@@ -208,8 +240,10 @@ def measure(*, bombs: int, records: int) -> BombsResult:
 def report_lines(result: BombsResult) -> list[str]:
     verdict = "met" if result.goal_met else "MISSED"
     return [
-        f"bombs: {result.bombs} x {result.records_per_bomb:,} empty records, zstd batch of "
+        f"bombs: {result.bombs} x {result.records_per_bomb:,} empty records, {result.codec} batch of "
         f"{result.bomb_bytes:,} bytes, pipelined on one connection",
+        f"topic compression.type {result.topic_compression}: "
+        + ("rebuilt by the broker" if result.kind == "rebuilt" else "kept as the producer compressed it"),
         f"bombs answered in {result.bombs_seconds:.2f} s, error codes {result.bomb_error_codes}",
         f"ApiVersions latency on another connection ({result.samples} samples): p50 {result.p50_ms:.1f} ms, "
         f"p99 {result.p99_ms:.1f} ms, max {result.max_ms:.1f} ms",
@@ -219,9 +253,9 @@ def report_lines(result: BombsResult) -> list[str]:
     ]
 
 
-def run(*, bombs: int, records: int, as_json: bool) -> bool:
+def run(*, bombs: int, records: int | None, as_json: bool, codec: str = "zstd", kind: str = "kept") -> bool:
     """Run the benchmark and print its figures; True when the goal is met."""
-    result = measure(bombs=bombs, records=records)
+    result = measure(bombs=bombs, records=records, codec=codec, kind=kind)
     if as_json:
         row = {"bench": "bombs", **asdict(result), "goal": GOAL_TEXT, "goal_met": result.goal_met}
         print(json.dumps(row))

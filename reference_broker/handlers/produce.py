@@ -165,9 +165,10 @@ async def produce(broker, ctx, request) -> ProduceResponse | None:
             if acks not in (-1, 0, 1):
                 partitions.append(_error(data.index, Errors.INVALID_REQUIRED_ACKS))
                 continue
-            # compressed records are read ahead in time slices, so a compression bomb cannot hold the loop
+            # compressed records are read ahead in time slices, so a compression bomb cannot hold the loop;
+            # with the topic's rules and the clock, so records to judge or rebuild are not read again
             records = await scan_compressed_records(
-                records, max_batch_bytes=partition.validation.max_message_bytes
+                records, config=partition.validation, now_ms=broker.clock.now_ms()
             )
             try:
                 appended = partition.append_records(

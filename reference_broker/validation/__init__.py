@@ -13,10 +13,11 @@ request, as in Kafka. ``validate_produce_records`` runs both again, so calling i
 Each of the three takes a partition's records as bytes or, parsed once, as ``frame_records`` gives
 them: a handler frames every partition's records as the request comes in and passes the framing on,
 so each batch's header is read once on the way to the log (``AppendedBatch.header`` is what the log
-append is given). A handler on an event loop first awaits ``scan_compressed_records``: it reads
-compressed batches' records ahead a piece at a time, yielding to the loop, so that validation need
-not read them again when they keep the batch as it came (a compression bomb then holds neither the
-loop nor the memory).
+append is given). A handler on an event loop first awaits ``scan_compressed_records`` with the topic's
+config and its clock: it reads the records ahead a piece at a time, yielding to the loop, keeps those
+that could break a rule and writes the batch a rebuild would write (another codec, inner offsets out of
+step, legacy messages), so that validation need not read them again (a compression bomb then holds
+neither the loop nor the memory).
 """
 
 from ._framing import FramedBatch, FramedRecords, frame_records

@@ -22,7 +22,7 @@ from kconform.codecs.records import (
     iter_batch_extents,
 )
 
-from ._types import RecordsScan
+from ._scan_result import RecordsScan
 
 __all__ = ["FramedBatch", "FramedRecords", "frame_records", "framed", "patched_header"]
 

@@ -18,22 +18,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kconform.codecs import CodecError, DecodeError
+from kconform.codecs import DecodeError
 from kconform.codecs.compression import Compression
 from kconform.codecs.errors import Errors
 from kconform.codecs.records import (
     BatchExtent,
     BatchHeader,
     Record,
+    StreamedV2Batch,
     TimestampType,
     decode_batch,
     decode_batch_header,
-    encode_batch,
     patch_batch_header,
     set_batch_max_timestamp,
 )
 
+from ._ahead import Ahead, AppendContext, settle_ahead
 from ._framing import FramedBatch, FramedRecords, framed, patched_header
+from ._rebuild import build_records, seal_rebuilt
 from ._records import (
     NO_TIMESTAMP,
     RecordRules,
@@ -44,7 +46,8 @@ from ._records import (
     raise_record_errors,
 )
 from ._request import check_partition_records, check_request_records
-from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, RecordsScan, ValidatedAppend
+from ._scan_result import RecordsScan
+from ._types import AppendedBatch, LogValidationConfig, RecordsRejected, ValidatedAppend
 
 __all__ = ["validate_produce_records"]
 
@@ -298,24 +301,24 @@ class _LeaderAppend:
             return _crash(f"Failed to decompress record stream: {exc.reason}")
         return _invalid(f"Found invalid record structure: {exc.reason}")
 
-    def _scan_clears(self, scan: RecordsScan | None, batch_type: TimestampType) -> bool:
-        """Whether the records read ahead in ``scan`` keep the batch in place and no record among them
-        can break a rule of ``RecordRules.error`` (then they need not be read again); if unsure, no."""
-        if scan is None or scan.failure is not None or not scan.offsets_in_order:
-            return False
-        rules = self.rules
-        if rules.compacted and scan.has_null_key:
-            return False
-        create_time = rules.timestamp_type == TimestampType.CREATE_TIME
-        if batch_type == TimestampType.LOG_APPEND_TIME and (not create_time or scan.has_no_timestamp):
-            return False
-        if create_time and scan.lowest_timestamp is not None:
-            now, low, high = rules.now_ms, scan.lowest_timestamp, scan.highest_timestamp
-            if not all(-(2**62) < value < 2**62 for value in (now, low, high)):
-                return False  # near Java's wrap-around: the per-record check decides
-            if low < now - rules.timestamp_before_max_ms or high > now + rules.timestamp_after_max_ms:
-                return False
-        return True
+    @staticmethod
+    def _record_text(batch: _Batch, partial_reader: bool):
+        """How Kafka's record iterator for ``batch`` prints a record in an error message."""
+        if batch.magic < 2:
+            return legacy_record_text(batch.header)
+        return partial_record_text if partial_reader else default_record_text
+
+    def _settle_ahead(self, batches: list[_Batch], *, in_place: bool, target: Compression) -> Ahead | None:
+        """The batches settled from what was read ahead of them (``_ahead``), or None."""
+        readable = [batch.header is not None for batch in batches]
+        return settle_ahead(
+            [batch.scan for batch in batches],
+            [b.header.timestamp_type if ok else None for b, ok in zip(batches, readable, strict=True)],
+            [self._record_text(b, in_place) if ok else None for b, ok in zip(batches, readable, strict=True)],
+            AppendContext(self.config, self.rules, self.now_ms),
+            in_place=in_place,
+            target=target,
+        )
 
     def _assign_in_place_uncompressed(self, batches: list[_Batch]) -> _Assigned:
         """assignOffsetsNonCompressed: one uncompressed magic 2 batch, kept as the producer wrote it."""
@@ -362,9 +365,13 @@ class _LeaderAppend:
     def _convert_uncompressed(self, batches: list[_Batch]) -> _Assigned:
         """convertAndAssignOffsetsNonCompressed: uncompressed legacy messages rebuilt as one batch."""
         first = self._first_batch(batches, Compression.NONE)
+        ahead = self._settle_ahead(batches, in_place=False, target=Compression.NONE)
         kept: list[Record] = []
-        for batch in batches:
+        for batch_index, batch in enumerate(batches):
             self._validate_batch(first, batch)
+            if ahead is not None:  # read ahead: judged, and written for the rebuild
+                raise_record_errors(ahead.errors[batch_index])
+                continue
             records = self._read_records(batch)
             errors = []
             text = legacy_record_text(batch.header) if batch.magic < 2 else default_record_text
@@ -376,7 +383,7 @@ class _LeaderAppend:
                 elif not errors:
                     kept.append(record)
             raise_record_errors(errors)
-        return self._rebuild(kept, first, Compression.NONE)
+        return self._rebuild(kept if ahead is None else ahead.rebuilt, first, Compression.NONE)
 
     def _validate_compressed(
         self, batches: list[_Batch], source: Compression, target: Compression
@@ -394,19 +401,17 @@ class _LeaderAppend:
         max_timestamp = NO_TIMESTAMP
         kept: list[Record] = []
         kept_count = 0
-        for batch in batches:
+        ahead = self._settle_ahead(batches, in_place=partial_reader, target=target)
+        for batch_index, batch in enumerate(batches):
             self._validate_batch(first, batch)
-            if partial_reader and self._scan_clears(batch.scan, batch.header.timestamp_type):
-                # read ahead, all in order and within the rules: nothing to read again or rebuild
+            if ahead is not None:  # read ahead and judged: nothing to read again
+                raise_record_errors(ahead.errors[batch_index])
                 kept_count += batch.scan.count
                 expected_offset += batch.scan.count
                 max_timestamp = max(max_timestamp, batch.scan.max_timestamp)
                 continue
             records = self._read_records(batch)
-            if batch.magic < 2:
-                text = legacy_record_text(batch.header)
-            else:
-                text = partial_record_text if partial_reader else default_record_text
+            text = self._record_text(batch, partial_reader)
             batch_type = batch.header.timestamp_type
             errors = []
             for index, record in enumerate(records):
@@ -424,6 +429,8 @@ class _LeaderAppend:
                     kept.append(record)
             raise_record_errors(errors)
             kept_count = len(kept)
+        if ahead is not None and ahead.rebuilt is not None:
+            return self._rebuild(ahead.rebuilt, first, target)
         if not in_place:
             return self._rebuild(kept, first, target)
         last_offset = self.first_offset + kept_count - 1
@@ -432,59 +439,32 @@ class _LeaderAppend:
         out, header = self._patched_copy(first, last_offset, max_timestamp)
         return _Assigned(out, header, kept_count, max_timestamp, last_offset, True)
 
-    def _rebuild(self, records: list[Record], first: _Batch, codec: Compression) -> _Assigned:
-        """buildRecordsAndAssignOffsets: a new magic 2 batch as Kafka's MemoryRecordsBuilder writes it,
-        carrying the first batch's producer fields; then max.message.bytes on the new size."""
-        for record in records:  # MemoryRecordsBuilder.appendWithOffset
-            if record.timestamp < 0 and record.timestamp != NO_TIMESTAMP:
-                raise _crash(f"Invalid negative timestamp {record.timestamp}")
-        header = first.header
-        producer_id = header.producer_id
-        producer_epoch = header.producer_epoch
-        base_sequence = header.base_sequence
-        is_transactional = header.is_transactional
-        if is_transactional and producer_id == -1:  # MemoryRecordsBuilder.validateProducerState
-            raise _crash("Cannot write transactional messages without a valid producer ID")
-        if producer_id != -1:
-            if producer_epoch == -1:
-                raise _crash("Invalid negative producer epoch")
-            if base_sequence < 0:
-                raise _crash("Invalid negative sequence number used")
-        first_offset = self.first_offset
+    def _rebuild(
+        self, records: list[Record] | StreamedV2Batch, first: _Batch, codec: Compression
+    ) -> _Assigned:
+        """buildRecordsAndAssignOffsets (``_rebuild``): from the records kept, or from the batch the
+        read-ahead wrote of them."""
+        built = (
+            records if isinstance(records, StreamedV2Batch) else build_records(records, codec, self.config)
+        )
         log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
-        renumbered = [
-            Record(first_offset + i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)
-        ]
-        try:
-            encoded = encode_batch(
-                renumbered,
-                compression=codec,
-                compression_level=self.config.compression_level(codec),
-                base_offset=first_offset,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                base_sequence=base_sequence,
-                is_transactional=is_transactional,
-                partition_leader_epoch=self.partition_leader_epoch,
-                timestamp_type=self.timestamp_type,
-                log_append_time=self.now_ms if log_append else None,
-            )
-        except (CodecError, ValueError) as exc:
-            raise _crash(f"Could not rebuild the batch: {exc}") from None
-        if len(encoded) > self.config.max_message_bytes:
-            raise RecordsRejected(
-                Errors.MESSAGE_TOO_LARGE,
-                f"Message batch size is {len(encoded)} bytes in append to partition {self.tp} which exceeds "
-                f"the maximum configured size of {self.config.max_message_bytes}.",
-            )
-        last_offset = first_offset + len(records) - 1
+        encoded = seal_rebuilt(
+            built,
+            first.header,
+            first_offset=self.first_offset,
+            partition_leader_epoch=self.partition_leader_epoch,
+            log_append_time_ms=self.now_ms if log_append else None,
+            max_message_bytes=self.config.max_message_bytes,
+            topic_partition=self.tp,
+        )
+        last_offset = self.first_offset + built.count - 1
         if log_append:
             max_timestamp, offset_of_max = self.now_ms, last_offset
         else:  # MemoryRecordsBuilder.info
-            max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
+            max_timestamp = built.max_timestamp
             offset_of_max = last_offset if max_timestamp != NO_TIMESTAMP else -1
         header = decode_batch_header(encoded, verify_crc=False)  # a new batch: its header, read once
-        return _Assigned(bytearray(encoded), header, len(records), max_timestamp, offset_of_max, False)
+        return _Assigned(bytearray(encoded), header, built.count, max_timestamp, offset_of_max, False)
 
     # --- result ------------------------------------------------------------------------------------
 

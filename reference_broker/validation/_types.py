@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kconform.codecs import DecodeError
 from kconform.codecs.compression import Compression
 from kconform.codecs.errors import error_for
 from kconform.codecs.records import BatchHeader, TimestampType
@@ -15,7 +14,6 @@ __all__ = [
     "AppendedBatch",
     "LogValidationConfig",
     "RecordsRejected",
-    "RecordsScan",
     "RejectionScope",
     "ValidatedAppend",
 ]
@@ -259,19 +257,3 @@ def _rebuild_rejection(error_code, message, record_errors, error_message, report
         reports_log_start_offset=reports_log_start_offset,
         scope=scope,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class RecordsScan:
-    """What reading a batch's records found. ``failure`` is the DecodeError the whole-batch reader
-    raises for it (the other fields then count only what came before). Timestamps are as Kafka's
-    long arithmetic leaves them; ``lowest_timestamp``/``highest_timestamp`` leave NO_TIMESTAMP out."""
-
-    count: int
-    max_timestamp: int
-    lowest_timestamp: int | None
-    highest_timestamp: int | None
-    has_no_timestamp: bool
-    has_null_key: bool
-    offsets_in_order: bool
-    failure: DecodeError | None = None
