@@ -360,8 +360,22 @@ class Partition:
         if info.duplicate:
             return AppendResult(info.first_offset, info.last_offset, info.log_append_time)
         self._advance_high_watermark()
-        self.log.flush_if_due()
+        try:
+            self._flush_if_due()
+        except LogWriteFailed as exc:
+            raise PartitionError(exc.error_code, str(exc)) from None
         return AppendResult(validated.first_offset, validated.last_offset, validated.log_append_time_ms)
+
+    def _flush_if_due(self) -> None:
+        """The fsync ``flush.messages``/``flush.ms`` ask for; a disk that refuses it is LogSyncFailed
+        (KAFKA_STORAGE_ERROR, as Kafka's failed flush): the records are written, not made durable."""
+        from .storage import LogSyncFailed
+
+        try:
+            self.log.flush_if_due()
+        except OSError as exc:
+            where = f"{self.topic_name}-{self.index}"
+            raise LogSyncFailed(f"flush of {where} failed: {exc.strerror or exc}") from exc
 
     def append_internal(self, batch: bytes) -> int:
         """A coordinator's own write (group or transaction state): offsets assigned here, producer
@@ -373,7 +387,7 @@ class Partition:
             batch, leader_epoch=self.leader_epoch, assign_offsets=True, origin=AppendOrigin.COORDINATOR
         )
         self._advance_high_watermark()
-        self.log.flush_if_due()
+        self._flush_if_due()
         return info.last_offset
 
     def append_control_marker(
@@ -412,7 +426,10 @@ class Partition:
         except (ProducerStateError, LogWriteFailed) as exc:
             raise PartitionError(exc.error_code, str(exc)) from None
         self._advance_high_watermark()
-        self.log.flush_if_due()
+        try:
+            self._flush_if_due()
+        except LogWriteFailed as exc:
+            raise PartitionError(exc.error_code, str(exc)) from None
         return info.first_offset
 
     async def wait_for_replication(self, required_end: int, timeout_s: float) -> int:

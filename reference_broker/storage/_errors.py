@@ -51,6 +51,13 @@ class LogWriteFailed(StorageError):
     error_code = Errors.KAFKA_STORAGE_ERROR
 
 
+class LogSyncFailed(LogWriteFailed):
+    """The append is in the log (its offsets taken, the producer state moved on) but what follows it
+    failed: the transaction index or the fsync ``flush.messages``/``flush.ms`` asked for. Kafka's flush
+    failing is a ``KafkaStorageException`` too, answered KAFKA_STORAGE_ERROR; the records stay, so a
+    producer's retry of the same batch is answered as a duplicate with the offsets it got."""
+
+
 class InvalidAppend(StorageError, ValueError):
     """Input that is not a sequence of whole magic 2 batches, so nothing was written."""
 

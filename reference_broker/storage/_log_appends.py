@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from kconform.codecs.records import BatchHeader
 
 from ._append_framing import assign_leader_offsets, check_follower_offsets, frame_append, max_timestamp_of
-from ._errors import LogWriteFailed, RecordBatchTooLarge
+from ._errors import LogSyncFailed, LogWriteFailed, RecordBatchTooLarge
 from ._leader_epoch import LeaderEpochCache
 from ._local_log import LocalLog
 from ._producer_state import AppendOrigin
@@ -122,10 +122,21 @@ class LogAppends:
             self._high_watermark = self._local.log_end_offset
         self._producers.commit(pending.entries)
         self._producers.map_end_offset = last_offset + 1
-        for txn in pending.completed:  # the LSO is taken before the transaction leaves the open set
-            segment.update_txn_index(txn, self._producers.last_stable_offset(txn))
+        # each LSO is taken before its transaction leaves the open set; the producer state moves on
+        # before any file is touched, so a failing index write cannot leave a transaction open
+        indexed = []
+        for txn in pending.completed:
+            indexed.append((txn, self._producers.last_stable_offset(txn)))
             self._producers.complete_txn(txn)
-        self._maybe_flush(now)
+        try:
+            for txn, last_stable in indexed:
+                segment.update_txn_index(txn, last_stable)
+            self._maybe_flush(now)
+        except OSError as exc:  # written, not made durable: the records stay
+            where = f"{self.topic}-{self.partition}"
+            raise LogSyncFailed(
+                f"append to {where} at offset {first_offset} is written but not synced: {exc.strerror or exc}"
+            ) from exc
         return AppendInfo(
             first_offset=first_offset,
             last_offset=last_offset,

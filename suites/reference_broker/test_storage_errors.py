@@ -17,7 +17,7 @@ import pytest
 from kconform.codecs.errors import Errors
 from kconform.codecs.records import Record, encode_batch, iter_batches
 from kconform.reference_broker import node as node_module
-from kconform.reference_broker.storage import LogWriteFailed, PartitionLog
+from kconform.reference_broker.storage import AppendOrigin, LogWriteFailed, PartitionLog
 
 from ..support.coordinators import GROUP, find_coordinator
 from ..support.error_rules_broker import run as run_broker
@@ -103,6 +103,66 @@ def test_produce_on_a_full_disk_answers_kafka_storage_error(tmp_path, monkeypatc
         return _values(partition.log)
 
     assert run_broker(tmp_path, scenario) == [b"a", b"d"]
+
+
+class RefusedSync:
+    """``os.fsync`` failing with EIO for files whose path holds ``marker`` while ``failing``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
+        self.failing = True
+        self._marker = marker
+        self._real = os.fsync
+        monkeypatch.setattr(os, "fsync", self._fsync)
+
+    def _fsync(self, fd: int) -> None:
+        if self.failing and self._marker in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.EIO, "Input/output error")
+        self._real(fd)
+
+
+def test_a_flush_the_disk_refuses_answers_kafka_storage_error_and_keeps_the_connection(tmp_path, monkeypatch):
+    """Kafka's failed flush is a KafkaStorageException too: KAFKA_STORAGE_ERROR for that partition. The
+    records were written before the fsync, so they stay; the connection answers on."""
+
+    async def scenario(broker):
+        await broker.create_topic("orders", **{"flush.messages": "1"})
+        assert (await broker.produce(_batch([b"a"]))).error_code == Errors.NONE
+        disk = RefusedSync(monkeypatch, "orders-0")
+        refused = await broker.produce(_batch([b"b"]))
+        assert refused.error_code == Errors.KAFKA_STORAGE_ERROR
+        disk.failing = False
+        accepted = await broker.produce(_batch([b"c"]))  # the same connection
+        assert (accepted.error_code, accepted.base_offset) == (Errors.NONE, 2)
+        return _values(broker.node.partition("orders", 0).log)
+
+    assert run_broker(tmp_path, scenario) == [b"a", b"b", b"c"]
+
+
+def test_a_transaction_index_write_the_disk_refuses_still_completes_the_transaction(tmp_path, monkeypatch):
+    """The marker is written and the transaction leaves the open set before the index is touched, so a
+    failing ``.txnindex`` write cannot leave the LSO stuck behind a finished transaction."""
+    from kconform.codecs.records import encode_end_txn_marker_batch
+
+    log = PartitionLog.open(tmp_path / "orders-0", clock=lambda: 1_700_000_000_000)
+    begun = encode_batch([Record(0, 1_700_000_000_000, None, b"t")], producer_id=7, producer_epoch=0,
+                         base_sequence=0, is_transactional=True)  # fmt: skip
+    log.append(begun, leader_epoch=0)
+    log.append(_batch([b"plain"]), leader_epoch=0)  # someone else's record after the open transaction
+    marker = encode_end_txn_marker_batch(producer_id=7, producer_epoch=0, commit=False, coordinator_epoch=0,
+                                         timestamp=1_700_000_000_000)  # fmt: skip
+
+    def refuse(*_args, **_kwargs):
+        raise OSError(errno.EIO, "Input/output error")
+
+    from kconform.reference_broker.storage import LogSyncFailed, _segment
+
+    monkeypatch.setattr(_segment.LogSegment, "update_txn_index", refuse)
+    with pytest.raises(LogSyncFailed, match="written but not synced"):
+        log.append(marker, leader_epoch=0, assign_offsets=True, origin=AppendOrigin.COORDINATOR)
+    assert log.log_end_offset == 3
+    log.update_high_watermark(3)
+    assert log.last_stable_offset == 3  # not held at offset 0 by a transaction that is over
+    log.close()
 
 
 # ---- the coordinators' internal topic ---------------------------------------------------------------
