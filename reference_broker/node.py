@@ -45,7 +45,13 @@ from .internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, InternalTopic
 from .legacy_topics import import_legacy_topics
 from .meta_properties import load_or_create, read_cluster_id
 from .metadata_follower import MetadataFollower, discover_cluster_id
-from .node_listeners import NodeListeners, checked_listener_setup, connection_limits, inter_broker_security
+from .node_listeners import (
+    NodeListeners,
+    checked_listener_setup,
+    connection_limits,
+    controller_security,
+    inter_broker_security,
+)
 from .node_settings import NodeSettings
 from .partition import Partition
 from .planted import install as install_planted_bugs
@@ -118,7 +124,9 @@ class BrokerNode(NodeSettings, NodeListeners):
                     "a broker without the controller role needs controller.quorum.bootstrap.servers "
                     "(HOST:PORT of the controller)"
                 )
-            self._controller_channel = NodeChannel(address, client_id=f"broker-{self.node_id}")
+            self._controller_channel = NodeChannel(
+                address, client_id=f"broker-{self.node_id}", security=controller_security(config)
+            )
             self.cluster_id = read_cluster_id(self.data_dir)
             self.metadata = MetadataLog.open(self.data_dir, clock=self.clock.now_ms)
         self.metadata.listeners.append(self._metadata_changed)

@@ -2,9 +2,10 @@
 and answering with the endpoints of the listener a request came in on (Kafka's Metadata,
 FindCoordinator and DescribeCluster all use ``request.context.listenerName``).
 
-The inter-broker listener carries replication and transaction markers between brokers, over TLS and/or
-SASL as its protocol says (``inter_broker_security``: Kafka's inter-broker client channel). The
-controller listener must still be PLAINTEXT: a controller node serves plain connections only."""
+The inter-broker listener carries replication and transaction markers between brokers, and the
+controller listener a broker's registration, heartbeats, metadata fetches and forwarded requests, each
+over TLS and/or SASL as its protocol says (``inter_broker_security``, ``controller_security``: Kafka's
+inter-broker and controller client channels)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,14 @@ from .connection_limits import ConnectionLimits, parse_ip_overrides
 from .connection_rates import ConnectionRates
 from .security.listener_security import listener_security
 from .security.listeners import PROTOCOL_IDS, ListenerSetup, listener_setup
-from .security.peer_security import PeerSecurity, peer_security
+from .security.peer_security import PeerSecurity, controller_listener, peer_security
 
-__all__ = ["NodeListeners", "checked_listener_setup", "inter_broker_security"]
+__all__ = ["NodeListeners", "checked_listener_setup", "controller_security", "inter_broker_security"]
 
 
 def checked_listener_setup(config: BrokerConfig) -> ListenerSetup:
-    setup = listener_setup(config)
-    for listener in setup.bound:
-        if listener.name in setup.controller_names and listener.security_protocol != "PLAINTEXT":
-            raise ConfigError(f"controller listener {listener.name}: only PLAINTEXT is implemented")
-    return setup
+    """The node's listeners, read and checked (``listeners.listener_setup``)."""
+    return listener_setup(config)
 
 
 def inter_broker_security(config: BrokerConfig, setup: ListenerSetup) -> PeerSecurity | None:
@@ -33,6 +31,13 @@ def inter_broker_security(config: BrokerConfig, setup: ListenerSetup) -> PeerSec
         return None
     inter = next(li for li in setup.advertised if li.name == setup.inter_broker)
     return peer_security(config, inter, config["sasl.mechanism.inter.broker.protocol"])
+
+
+def controller_security(config: BrokerConfig) -> PeerSecurity | None:
+    """How a broker dials the controller listener (None for PLAINTEXT): its settings, logging in with
+    ``sasl.mechanism.controller.protocol``; or ConfigError at start."""
+    mechanism = config["sasl.mechanism.controller.protocol"]
+    return peer_security(config, controller_listener(config), mechanism, "sasl.mechanism.controller.protocol")
 
 
 def connection_limits(config: BrokerConfig, setup: ListenerSetup) -> ConnectionLimits:

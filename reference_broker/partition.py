@@ -26,7 +26,7 @@ from .replication.leadership import IsrProposal, Leadership, Role
 
 if TYPE_CHECKING:
     from .storage import FileRegion, PartitionLog
-    from .validation import FramedRecords, LogValidationConfig
+    from .validation import FramedRecords
 
 __all__ = [
     "Partition",
@@ -132,28 +132,6 @@ class FetchRead:
     read_uncommitted read (Kafka leaves the response's list null then)."""
 
 
-def validation_config(settings: Mapping[str, str]) -> LogValidationConfig:
-    """The topic settings log validation reads, from the topic's effective config strings."""
-    from .validation import LogValidationConfig
-
-    def level(name: str) -> int | None:
-        value = int(settings.get(name, "-1"))
-        return None if value < 0 else value
-
-    return LogValidationConfig(
-        compression_type=settings.get("compression.type", "producer"),
-        compression_gzip_level=level("compression.gzip.level"),
-        compression_lz4_level=level("compression.lz4.level"),
-        compression_zstd_level=level("compression.zstd.level"),
-        compacted="compact" in settings.get("cleanup.policy", "delete"),
-        timestamp_type=settings.get("message.timestamp.type", "CreateTime"),
-        timestamp_before_max_ms=int(settings.get("message.timestamp.before.max.ms", str(2**63 - 1))),
-        timestamp_after_max_ms=int(settings.get("message.timestamp.after.max.ms", "3600000")),
-        max_message_bytes=int(settings.get("max.message.bytes", "1048588")),
-        segment_bytes=int(settings.get("segment.bytes", "1073741824")),
-    )
-
-
 class Partition:
     def __init__(
         self, host: PartitionHost, topic_name: str, index: int, log: PartitionLog, settings: Mapping[str, str]
@@ -168,7 +146,9 @@ class Partition:
 
     def configure(self, settings: Mapping[str, str]) -> None:
         self.settings = dict(settings)
-        self.validation = validation_config(settings)
+        from .validation import LogValidationConfig
+
+        self.validation = LogValidationConfig.from_topic_settings(settings)
         self.min_insync_replicas = int(settings.get("min.insync.replicas", "1"))
 
     # ---- role and leader state ---------------------------------------------------------------

@@ -62,6 +62,8 @@ IMPLEMENTED = frozenset(
         "ssl.cipher.suites",
         "sasl.enabled.mechanisms",
         "sasl.mechanism.inter.broker.protocol",
+        "sasl.mechanism.controller.protocol",
+        "ssl.endpoint.identification.algorithm",
         "sasl.jaas.config",
         "connections.max.reauth.ms",
         "connection.failed.authentication.delay.ms",

@@ -30,6 +30,7 @@ from kconform.codecs.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from ..forwarding_errors import request_error_response
 from ..handlers import Handler, handles
 from ..handlers import api_versions as _api_versions
+from ..handlers import sasl as _sasl
 from ..handlers import topics as _topics
 from ..handlers.admin_access import cluster_allowed
 from ..security.acls import Operation
@@ -59,6 +60,10 @@ _CONFIG_RESOURCE_TYPES = frozenset(
 )
 
 handles(18, registry=CONTROLLER_HANDLERS)(_api_versions.api_versions)
+# ControllerApis answers SaslHandshake and SaslAuthenticate after authentication as KafkaApis does, and
+# listing them lets a secured controller listener's authenticator take them before it
+handles(17, registry=CONTROLLER_HANDLERS)(_sasl.sasl_handshake)
+handles(36, registry=CONTROLLER_HANDLERS)(_sasl.sasl_authenticate)
 
 
 @handles(19, registry=CONTROLLER_HANDLERS)

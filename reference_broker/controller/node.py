@@ -14,6 +14,8 @@ from ..dispatch import Dispatcher, RequestContext
 from ..meta_properties import load_or_create
 from ..planted import install as install_planted_bugs
 from ..purgatory import Purgatory
+from ..security.listener_security import ListenerSecurity, listener_security
+from ..security.peer_security import controller_listener
 from ..security.principals import ANONYMOUS, KafkaPrincipal
 from ..server import BrokerServer
 from .controller import Controller
@@ -70,15 +72,27 @@ class ControllerNode:
         return self._bound
 
     async def start_listener(self, host: str | None, port: int) -> tuple[str, int]:
-        """Accept requests for the controller at host:port (a PLAINTEXT controller listener)."""
+        """Accept requests for the controller at host:port, secured as the controller listener's protocol
+        and settings say (TLS, SASL with the mechanisms and JAAS of ``listener.name.<controller>.*``)."""
         if self._server is None:
             self._server = BrokerServer(
                 self.dispatcher,
                 max_request_bytes=int(self.config["socket.request.max.bytes"]),
                 idle_timeout_s=int(self.config["connections.max.idle.ms"]) / 1000,
             )
-        self._bound = await self._server.start(host, port)
+        self._bound = await self._server.start(host, port, self._listener_security())
         return self._bound
+
+    def _listener_security(self) -> ListenerSecurity:
+        """The controller listener's security, or ConfigError naming what cannot be honoured."""
+        controller = self.controller
+        return listener_security(
+            self.config,
+            controller_listener(self.config),
+            scram_credential=lambda mechanism, user: controller.image.scram_credential(mechanism, user),
+            now_ms=self.clock.now_ms,
+            serves=self.dispatcher.serves,
+        )
 
     async def stop(self) -> None:
         if self._ticker is not None:

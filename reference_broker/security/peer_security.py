@@ -18,7 +18,7 @@ from .listeners import Listener
 from .mechanisms import IMPLEMENTED_MECHANISMS
 from .tls import client_context
 
-__all__ = ["PeerSecurity", "peer_security"]
+__all__ = ["PeerSecurity", "controller_listener", "peer_security"]
 
 OAUTHBEARER = "OAUTHBEARER"
 
@@ -40,8 +40,23 @@ class PeerSecurity:
         return {"username": self.username or "", "password": self.password or ""}
 
 
-def peer_security(config, listener: Listener, mechanism: str) -> PeerSecurity | None:
-    """None for a PLAINTEXT listener; else its client side, or ConfigError naming what is missing."""
+def controller_listener(config) -> Listener:
+    """The listener controllers serve (the first of ``controller.listener.names``) with its protocol:
+    mapped in ``listener.security.protocol.map``, else PLAINTEXT (Kafka maps an unmapped controller
+    listener name to PLAINTEXT)."""
+    from .listeners import parse_protocol_map
+
+    names = config["controller.listener.names"] or "CONTROLLER"
+    name = next((n.strip().upper() for n in str(names).split(",") if n.strip()), "CONTROLLER")
+    protocol = parse_protocol_map(config["listener.security.protocol.map"] or "").get(name, "PLAINTEXT")
+    return Listener(name, "", 0, protocol)
+
+
+def peer_security(
+    config, listener: Listener, mechanism: str, setting: str = "sasl.mechanism.inter.broker.protocol"
+) -> PeerSecurity | None:
+    """None for a PLAINTEXT listener; else its client side, or ConfigError naming what is missing
+    (``setting`` names where ``mechanism`` came from)."""
     if not (listener.uses_tls or listener.uses_sasl):
         return None
     context = client_context(config, listener.name) if listener.uses_tls else None
@@ -49,7 +64,7 @@ def peer_security(config, listener: Listener, mechanism: str) -> PeerSecurity | 
         return PeerSecurity(context)
     if mechanism not in IMPLEMENTED_MECHANISMS:
         raise ConfigError(
-            f"sasl.mechanism.inter.broker.protocol={mechanism}: the reference broker logs in with "
+            f"{setting}={mechanism}: the reference broker logs in with "
             f"{', '.join(IMPLEMENTED_MECHANISMS)} (GSSAPI is Kafka's default; set one of these)"
         )
     options = server_login_module(config, listener.name, mechanism).options

@@ -63,6 +63,27 @@ class LogValidationConfig:
     max_message_bytes: int = 1048588
     segment_bytes: int = 1073741824
 
+    @classmethod
+    def from_topic_settings(cls, settings) -> LogValidationConfig:
+        """The config a topic's effective settings (name -> string) give."""
+
+        def level(name: str) -> int | None:
+            value = int(settings.get(name, "-1"))
+            return None if value < 0 else value
+
+        return cls(
+            compression_type=settings.get("compression.type", "producer"),
+            compression_gzip_level=level("compression.gzip.level"),
+            compression_lz4_level=level("compression.lz4.level"),
+            compression_zstd_level=level("compression.zstd.level"),
+            compacted="compact" in settings.get("cleanup.policy", "delete"),
+            timestamp_type=settings.get("message.timestamp.type", "CreateTime"),
+            timestamp_before_max_ms=int(settings.get("message.timestamp.before.max.ms", str(LONG_MAX))),
+            timestamp_after_max_ms=int(settings.get("message.timestamp.after.max.ms", "3600000")),
+            max_message_bytes=int(settings.get("max.message.bytes", "1048588")),
+            segment_bytes=int(settings.get("segment.bytes", "1073741824")),
+        )
+
     def __post_init__(self) -> None:
         name = self.compression_type.lower()
         if name not in _TOPIC_CODECS:

@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from kconform.codecs.errors import Errors
-from kconform.codecs.messages import CreateTopicsRequest, MetadataRequest
+from kconform.codecs.messages import ApiVersionsRequest, CreateTopicsRequest, MetadataRequest
 from kconform.reference_broker.config import BrokerConfig, ConfigError
 from kconform.reference_broker.controller.node import ControllerNode
 from kconform.reference_broker.interbroker import InterBrokerConnection, PeerUnavailable
@@ -161,3 +161,65 @@ def test_a_secured_inter_broker_listener_without_a_usable_login_is_refused_at_st
     config = BrokerConfig(props)
     with pytest.raises(ConfigError, match=message):
         inter_broker_security(config, checked_listener_setup(config))
+
+
+def _controller_listener(pki: TestAuthority, password: str = "broker-secret") -> dict[str, str]:
+    """Both sides' settings for a SASL_SSL controller listener: the controller serves it, a broker logs
+    in with ``sasl.mechanism.controller.protocol`` and the JAAS entry's username and password."""
+    server = pki.issue("controller", server=True, CN="controller")
+    return {
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT",
+        "listener.name.controller.ssl.keystore.type": "PEM",
+        "listener.name.controller.ssl.keystore.location": str(server.combined),
+        "listener.name.controller.ssl.truststore.type": "PEM",
+        "listener.name.controller.ssl.truststore.location": str(pki.ca),
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": PLAIN_JAAS.format(password=password),
+    }
+
+
+def test_a_broker_registers_and_forwards_over_a_sasl_ssl_controller_listener(tmp_path):
+    pki = TestAuthority(tmp_path / "pki")
+    secured = _controller_listener(pki)
+
+    async def scenario():
+        controller = ControllerNode(
+            BrokerConfig(
+                {"node.id": "0", "process.roles": "controller", "log.dirs": str(tmp_path / "c"), **secured}
+            )
+        )
+        host, port = await controller.start("127.0.0.1", 0)
+        broker = BrokerNode.from_config_file(None, {
+            "node.id": "1", "process.roles": "broker", "log.dirs": str(tmp_path / "b"),
+            "controller.quorum.bootstrap.servers": f"{host}:{port}", "listeners": "PLAINTEXT://127.0.0.1:0",
+            **secured,
+        })  # fmt: skip
+        await broker.start()  # registered and unfenced through the secured listener
+        try:
+            async with await RawClient.connect(*_plaintext(broker)) as client:
+                topic = CreateTopicsRequest.CreatableTopic(
+                    name="ledger", num_partitions=1, replication_factor=1
+                )
+                made = await client.call(19, 7, CreateTopicsRequest(topics=[topic], timeout_ms=10_000))
+                assert made.topics[0].error_code == Errors.NONE  # forwarded in an Envelope over SASL_SSL
+            assert "ledger" in controller.controller.image
+            async with await RawClient.connect(host, port) as plain:  # no TLS: the handshake fails
+                with pytest.raises(Exception):  # noqa: B017 - any failure to speak; the point is no answer
+                    await plain.call(18, 3, ApiVersionsRequest(), timeout=5)
+            wrong = PeerSecurity(controller_listener_context(secured), "PLAIN", "broker", "not-the-secret")
+            with pytest.raises(PeerUnavailable, match="SASL_AUTHENTICATION_FAILED"):
+                await InterBrokerConnection.connect(host, port, client_id="t", timeout_s=5, security=wrong)
+        finally:
+            await broker.stop()
+            await controller.stop()
+
+    asyncio.run(scenario())
+
+
+def controller_listener_context(settings: dict[str, str]):
+    from kconform.reference_broker.security.tls import client_context
+
+    config = BrokerConfig({"node.id": "1", "process.roles": "broker", "log.dirs": "/tmp/unused", **settings})
+    return client_context(config, "CONTROLLER")
