@@ -310,9 +310,22 @@ class ProxiedReferenceCluster(ClusterRoles):
         host: str = "127.0.0.1",
         kafka_version: str | None = None,
         data_dir: str | Path | None = None,
+        client_properties: dict[str, str] | None = None,
+        broker_properties: dict[str, str] | None = None,
     ) -> None:
+        """``client_properties``/``broker_properties`` secure the brokers' one listener (clients and
+        replication both use it, so the broker properties give the brokers' own login too:
+        ``sasl.mechanism.inter.broker.protocol`` and the JAAS entry's username and password)."""
         if brokers < 2:
             raise ValueError("a replicated cluster needs at least 2 brokers")
+        self.client_properties = dict(client_properties or {})
+        self.broker_properties = dict(broker_properties or {})
+        self.security = None
+        if self.client_properties:
+            from ..client.config import AdminConfig
+            from ..client.security import security_from_config
+
+            self.security = security_from_config(AdminConfig(self.client_properties))
         self.toxiproxy = toxiproxy
         self.brokers = brokers
         self.kind = f"reference:{brokers}"
@@ -360,14 +373,36 @@ class ProxiedReferenceCluster(ClusterRoles):
                 kafka_version=self.kafka_version,
                 host=self.host,
                 ports=self.ports,
-                node_overrides={b: self._dialing(b) for b in self.broker_ids},
+                node_overrides={
+                    b: {**self._dialing(b), **self._secured_listener(b)} for b in self.broker_ids
+                },
                 advertise={b: self.address(f"client-{b}") for b in self.broker_ids},
                 planted=self.planted,
             )
         except BaseException:
             self.stop()
             raise
+        if self.security is not None:  # every harness client dialling a broker or its proxy logs in
+            from ..client.security import register_addresses
+
+            register_addresses(self._client_addresses(), self.security)
         return self
+
+    def _client_addresses(self) -> list[tuple[str, int]]:
+        proxied = [self.address(f"client-{b}").rsplit(":", 1) for b in self.broker_ids]
+        return [(h, int(p)) for h, p in proxied] + [self.broker_address(b) for b in self.broker_ids]
+
+    def _secured_listener(self, broker: int) -> dict[str, str]:
+        """The broker's one listener, named EXTERNAL, on the clients' protocol; nothing when plain."""
+        protocol = self.client_properties.get("security.protocol", "PLAINTEXT").upper()
+        if protocol == "PLAINTEXT" and not self.broker_properties:
+            return {}
+        return {
+            "listeners": f"EXTERNAL://{self.host}:{self.ports[broker]}",
+            "listener.security.protocol.map": f"EXTERNAL:{protocol},CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "EXTERNAL",
+            **self.broker_properties,
+        }
 
     def _upstream(self, link: str) -> str:
         kind, *nodes = link.split("-")
@@ -389,6 +424,10 @@ class ProxiedReferenceCluster(ClusterRoles):
         return f"{host or self.host}:{port}"
 
     def stop(self) -> None:
+        if self.security is not None and self.cluster is not None:  # registered once it started
+            from ..client.security import unregister_addresses
+
+            unregister_addresses(self._client_addresses())
         if self.cluster is not None:
             for node in self.cluster.nodes():
                 if node.alive():
@@ -413,7 +452,7 @@ class ProxiedReferenceCluster(ClusterRoles):
 
     @property
     def client_settings(self) -> dict[str, str]:
-        return {}
+        return dict(self.client_properties)
 
     @property
     def network(self) -> ToxiproxyDriver:

@@ -165,7 +165,8 @@ def run_chaos(
     """Each scenario on a fresh proxied target. ``toxiproxy_url`` is for the reference broker and the
     mock: a docker cluster runs its own Toxiproxy container, and ``docker_options`` go to its target
     (``DockerClusterTarget``: a Docker client, a Toxiproxy client factory ...). ``client_properties``
-    and ``broker_properties`` secure a single reference broker (``ProxiedCluster``)."""
+    and ``broker_properties`` secure a reference broker or cluster (``ProxiedCluster``,
+    ``ProxiedReferenceCluster``)."""
     kind, brokers = parse_target(target)
     docker = docker_cluster_of(target)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,6 +223,7 @@ def _proxied(
         return ProxiedDockerCluster(
             version, brokers=brokers, overrides=scenario.broker, **(docker_options or {})
         )
+    client_properties, broker_properties = security
     if kind == "cluster":
         return ProxiedReferenceCluster(
             toxiproxy.client,
@@ -229,8 +231,9 @@ def _proxied(
             prefix=prefix,
             overrides=scenario.broker,
             kafka_version=kafka_version_of(target),
+            client_properties=client_properties,
+            broker_properties=broker_properties,
         )
-    client_properties, broker_properties = security
     return ProxiedCluster(
         kind,
         toxiproxy.client,

@@ -131,10 +131,10 @@ def campaign(
     except (ScheduleError, TargetError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
     secured = bool(target_config or broker_config)
-    unsecurable = [t for t, _ in plan.chaos if chaos_kind(t) != "reference"] if secured else []
+    unsecurable = [t for t, _ in plan.chaos if not t.startswith("reference")] if secured else []
     if unsecurable:
         raise click.UsageError(
-            f"chaos under --target-config/--broker-config runs on a single reference broker, not "
+            f"chaos under --target-config/--broker-config runs on reference brokers (reference[:N]), not "
             f"{', '.join(unsecurable)}: give --no-chaos or other --targets"
         )
     if not plan.diff_pairs and not plan.chaos and not plan.conform:

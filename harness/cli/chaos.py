@@ -148,17 +148,21 @@ def chaos(
 
 
 def _secured_target(kind: str, target: str, client: dict, broker: dict) -> dict[str, str]:
-    """The broker properties for a secured run, checked before anything starts: chaos secures a single
-    reference broker (kconform starts it with a listener of the clients' security.protocol)."""
+    """The broker properties for a secured run, checked before anything starts: chaos secures reference
+    brokers (kconform starts them with a listener of the clients' security.protocol; on reference:N the
+    brokers replicate over it too, so the broker config gives their own login)."""
     from kconform.reference_broker.cli_errors import UsageExit
 
+    from ..chaos.scenario_set import docker_cluster_of
     from ..targets.base import TargetError
     from ..targets.client_listener import checked_broker_properties
 
     if not client and not broker:
         return {}
-    if kind != "reference":
-        raise UsageExit(f"--target-config/--broker-config secure a single reference broker, not {target}")
+    if kind not in ("reference", "cluster") or docker_cluster_of(target) is not None:
+        raise UsageExit(
+            f"--target-config/--broker-config secure reference brokers (reference[:N]), not {target}"
+        )
     try:
         checked_broker_properties(client.get("security.protocol", "PLAINTEXT"), broker, target)
     except TargetError as exc:

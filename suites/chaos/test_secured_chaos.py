@@ -31,10 +31,17 @@ listener.name.external.plain.sasl.jaas.config=org.apache.kafka.common.security.p
 """
 
 
+CLUSTER_BROKER = """sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+listener.name.external.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\
+  required username="alice" password="alice-secret" user_alice="alice-secret";
+"""
+
+
 @pytest.fixture
 def files(tmp_path):
     paths = {}
-    for name, text in (("client", PLAIN_CLIENT), ("broker", BROKER)):
+    for name, text in (("client", PLAIN_CLIENT), ("broker", BROKER), ("cluster", CLUSTER_BROKER)):
         paths[name] = tmp_path / f"{name}.properties"
         paths[name].write_text(text)
     paths["listeners"] = tmp_path / "listeners.properties"
@@ -46,6 +53,19 @@ def test_a_chaos_scenario_runs_against_a_sasl_reference_broker(files, tmp_path):
     out = tmp_path / "run"
     args = ["chaos", "--scenario", "idempotent-partition-heal", "--duration", "5s", "--out", str(out),
             "--target-config", str(files["client"]), "--broker-config", str(files["broker"])]  # fmt: skip
+    outcome = CliRunner().invoke(cli, args)
+    assert outcome.exit_code == 0, outcome.output
+    [result] = json.loads((out / "chaos.json").read_text())["results"]
+    assert result["verdict"] == "pass" and result["operations"]["ok"] > 100, result["operations"]
+
+
+def test_a_replication_scenario_runs_on_a_sasl_reference_cluster(files, tmp_path):
+    """On reference:3 the brokers replicate over the same SASL listener, logging in themselves: the
+    follower cut from its leader leaves the ISR and nothing acknowledged is lost."""
+    out = tmp_path / "run"
+    args = ["chaos", "--target", "reference:3", "--scenario", "follower-cut-from-leader", "--duration", "8s",
+            "--out", str(out), "--target-config", str(files["client"]),
+            "--broker-config", str(files["cluster"])]  # fmt: skip
     outcome = CliRunner().invoke(cli, args)
     assert outcome.exit_code == 0, outcome.output
     [result] = json.loads((out / "chaos.json").read_text())["results"]
@@ -74,7 +94,7 @@ async def _metadata_without_login(port: int) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--target", "rdkafka-mock", "--target-config", "{client}"], "secure a single reference broker"),
+        (["--target", "rdkafka-mock", "--target-config", "{client}"], "secure reference brokers"),
         (["--target-config", "{client}"], "need a broker config"),
         (["--target-config", "{client}", "--broker-config", "{listeners}"], "kconform sets listeners itself"),
         (["--target-config", "{client}", "--broker-config", "{missing}"], "cannot read it"),
