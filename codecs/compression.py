@@ -15,6 +15,9 @@ from enum import IntEnum
 import cramjam
 import xxhash
 
+from ._decompression_error import DecompressionError
+from ._lz4_frame import LZ4_MAGIC, LZ4_RAW_BIT, lz4_blocks
+
 __all__ = [
     "Compression",
     "DecompressionError",
@@ -36,10 +39,6 @@ class Compression(IntEnum):
     SNAPPY = 2
     LZ4 = 3
     ZSTD = 4
-
-
-class DecompressionError(ValueError):
-    """Compressed bytes that are malformed, truncated, or expand beyond the allowed size."""
 
 
 _XXH32 = xxhash.xxh32_intdigest
@@ -157,12 +156,10 @@ def _snappy_decompress(data, limit: int) -> bytes:
 # --- lz4 ------------------------------------------------------------------------------------------
 # LZ4 frame as Kafka's Lz4BlockOutputStream writes it: version 1, independent blocks, no checksums,
 # no content size, 64 KiB blocks, incompressible blocks stored raw.
-_LZ4_MAGIC = 0x184D2204
-_LZ4_MAGIC_BYTES = _U32LE.pack(_LZ4_MAGIC)
+_LZ4_MAGIC_BYTES = _U32LE.pack(LZ4_MAGIC)
 _LZ4_FLG = 0x60
 _LZ4_BD = 0x40
 _LZ4_BLOCK = 64 * 1024
-_LZ4_RAW_BIT = 0x80000000
 _LZ4_DEFAULT_LEVEL = 9  # Kafka's default compression.lz4.level, which means lz4's fast compressor
 
 
@@ -190,7 +187,7 @@ def _lz4_compress(data, magic: int, level: int | None) -> bytes:
         chunk = view[start : start + _LZ4_BLOCK]
         block = bytes(compress_block(chunk, store_size=False, **options))
         if len(block) >= len(chunk):
-            parts.append(pack(len(chunk) | _LZ4_RAW_BIT))
+            parts.append(pack(len(chunk) | LZ4_RAW_BIT))
             parts.append(bytes(chunk))
         else:
             parts.append(pack(len(block)))
@@ -200,83 +197,9 @@ def _lz4_compress(data, magic: int, level: int | None) -> bytes:
 
 
 def _lz4_decompress(data, magic: int, limit: int) -> bytes:
-    view = memoryview(data)
-    end = len(view)
-    if end < 7:
-        raise DecompressionError("lz4: frame header is truncated")
-    if _U32LE.unpack_from(view, 0)[0] != _LZ4_MAGIC:
-        raise DecompressionError("lz4: not an LZ4 frame (bad magic number)")
-    flg = view[4]
-    bd = view[5]
-    if flg >> 6 != 1:
-        raise DecompressionError(f"lz4: unsupported frame version {flg >> 6}")
-    if flg & 0x03:
-        raise DecompressionError("lz4: reserved FLG bits set (dictionary ids are not supported)")
-    if not flg & 0x20:
-        raise DecompressionError("lz4: dependent blocks are not supported by Kafka")
-    if bd & 0x8F or not 4 <= (bd >> 4) & 7 <= 7:
-        raise DecompressionError(f"lz4: invalid block descriptor 0x{bd:02x}")
-    block_checksum = bool(flg & 0x10)
-    content_checksum = bool(flg & 0x04)
-    max_block = 1 << (2 * ((bd >> 4) & 7) + 8)
-    pos = 6
-    content_size = None
-    if flg & 0x08:
-        if end < 15:
-            raise DecompressionError("lz4: frame header is truncated")
-        content_size = struct.unpack_from("<Q", view, 6)[0]
-        if content_size > limit:
-            raise DecompressionError(f"lz4: declared content size {content_size} exceeds {limit} bytes")
-        pos = 14
-    # Java ignores the header checksum for magic 0 (old writers hashed the magic number into it).
-    if magic != 0 and view[pos] != (_XXH32(view[4:pos]) >> 8) & 0xFF:
-        raise DecompressionError("lz4: frame descriptor checksum mismatch")
-    pos += 1
-
     out = bytearray()
-    scratch = bytearray(max_block)
-    decompress_into = cramjam.lz4.decompress_block_into
-    while True:
-        if end - pos < 4:
-            raise DecompressionError("lz4: frame is truncated (no end mark)")
-        (word,) = _U32LE.unpack_from(view, pos)
-        pos += 4
-        if word == 0:
-            break
-        size = word & ~_LZ4_RAW_BIT
-        if size > max_block:
-            raise DecompressionError(f"lz4: block of {size} bytes exceeds the frame's maximum {max_block}")
-        if size > end - pos:
-            raise DecompressionError("lz4: block is truncated")
-        block = view[pos : pos + size]
-        pos += size
-        if block_checksum:
-            if end - pos < 4:
-                raise DecompressionError("lz4: block checksum is truncated")
-            if _U32LE.unpack_from(view, pos)[0] != _XXH32(block):
-                raise DecompressionError("lz4: block checksum mismatch")
-            pos += 4
-        if word & _LZ4_RAW_BIT:
-            piece = block
-        else:
-            try:
-                written = decompress_into(block, scratch)
-            except cramjam.DecompressionError as exc:
-                raise DecompressionError(f"lz4: {exc}") from None
-            piece = memoryview(scratch)[:written]
-        if len(piece) > limit - len(out):
-            raise DecompressionError(f"lz4: output exceeds {limit} bytes")
-        out += piece
-    if content_checksum:
-        if end - pos < 4:
-            raise DecompressionError("lz4: content checksum is truncated")
-        if _U32LE.unpack_from(view, pos)[0] != _XXH32(out):
-            raise DecompressionError("lz4: content checksum mismatch")
-        pos += 4
-    if content_size is not None and content_size != len(out):
-        raise DecompressionError(f"lz4: frame declares {content_size} bytes but holds {len(out)}")
-    if pos != end:
-        raise DecompressionError(f"lz4: {end - pos} bytes of trailing data after the frame")
+    for block in lz4_blocks(data, magic, limit):
+        out += block
     return bytes(out)
 
 
