@@ -24,11 +24,25 @@ from kconform.reference_broker.security.acls import AclBinding
 from ..client.errors import ClientError
 from ..client.network import NetworkClient
 
-__all__ = ["AclAdmin", "SetupFailed"]
+__all__ = ["AclAdmin", "SetupFailed", "every_acl"]
 
 # Versions whose request layouts the bodies here are written for (later ones name topics by id).
 VERSION_CAPS = {0: 9, 1: 12, 3: 12, 8: 8, 9: 8, 19: 5, 20: 5}
 _TOPIC_ALREADY_EXISTS = 36
+
+
+def every_acl() -> DescribeAclsRequest:
+    """DescribeAcls matching every ACL: ANY resource type, pattern, operation and permission (1), no
+    name, principal or host filter."""
+    return DescribeAclsRequest(
+        resource_type_filter=1,
+        resource_name_filter=None,
+        pattern_type_filter=1,
+        principal_filter=None,
+        host_filter=None,
+        operation=1,
+        permission_type=1,
+    )
 
 
 class SetupFailed(Exception):
@@ -137,15 +151,7 @@ class AclAdmin:
         """Until DescribeAcls lists every binding: Kafka applies ACLs from the metadata log, so a broker
         enforces them a moment after CreateAcls answers (StandardAuthorizer's loading)."""
         wanted, deadline = {_acl_key(b) for b in bindings}, time.monotonic() + self.timeout
-        every = DescribeAclsRequest(
-            resource_type_filter=1,
-            resource_name_filter=None,
-            pattern_type_filter=1,
-            principal_filter=None,
-            host_filter=None,
-            operation=1,
-            permission_type=1,
-        )
+        every = every_acl()
         while True:
             answer = await self.client.send_any(29, every)
             listed = {

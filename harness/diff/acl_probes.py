@@ -16,7 +16,6 @@ from kconform.codecs.errors import error_for
 from kconform.codecs.messages import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    DescribeAclsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     FetchRequest,
@@ -35,6 +34,7 @@ from kconform.reference_broker.security.acls import ResourceType as Rt
 from kconform.reference_broker.security.authorization import SUPPORTED_OPERATIONS
 from kconform.reference_broker.security.authorizer import CLUSTER_NAME
 
+from .acl_admin import every_acl
 from .acl_compare import Decider, Expectation, operation_names
 from .acl_setup import AclSetup
 
@@ -332,15 +332,7 @@ def _expect_cluster_operations(d: Decider) -> Expectation:
 
 
 def _cluster_probes(new_topic: str) -> list[Probe]:
-    every_acl = DescribeAclsRequest(
-        resource_type_filter=1,
-        resource_name_filter=None,
-        pattern_type_filter=1,
-        principal_filter=None,
-        host_filter=None,
-        operation=1,
-        permission_type=1,
-    )
+    every = every_acl()
     return [
         Probe(
             "describe-cluster operations",
@@ -355,7 +347,7 @@ def _cluster_probes(new_topic: str) -> list[Probe]:
             "describe-acls",
             29,
             3,
-            every_acl,
+            every,
             lambda r: _name(r.error_code),
             _single(Op.DESCRIBE, Rt.CLUSTER, CLUSTER_NAME, _CAF),
         ),

@@ -11,12 +11,13 @@ import json
 
 from click.testing import CliRunner
 
-from kconform.codecs.messages import DescribeAclsRequest, MetadataRequest
+from kconform.codecs.messages import MetadataRequest
 from kconform.harness.cli import cli
 from kconform.harness.client.config import AdminConfig
 from kconform.harness.client.network import NetworkClient
 from kconform.harness.client.properties import read_properties
 from kconform.harness.client.security import security_from_config
+from kconform.harness.diff.acl_admin import every_acl
 from kconform.harness.diff.acl_reference import PROTOCOL, admin_properties, secured_properties
 from kconform.harness.diff.acl_setup import load_setup
 from kconform.harness.targets.reference import ReferenceTarget
@@ -78,15 +79,7 @@ async def _what_is_left(bootstrap: str, config: str):
     security = security_from_config(AdminConfig(read_properties(config)))
     client = NetworkClient(bootstrap, security=security)
     try:
-        every = DescribeAclsRequest(
-            resource_type_filter=1,
-            resource_name_filter=None,
-            pattern_type_filter=1,
-            principal_filter=None,
-            host_filter=None,
-            operation=1,
-            permission_type=1,
-        )
+        every = every_acl()
         acls = (await client.send_any(29, every)).resources
         metadata = await client.send_any(3, MetadataRequest(topics=None))
         return acls, [t.name for t in metadata.topics]
