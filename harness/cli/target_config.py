@@ -3,7 +3,7 @@ reaching every target of a command, read and checked before any target starts. A
 its own (``bootstrap:HOST:PORT@security.protocol=SSL,...``), which win over the file's.
 
 ``--broker-config FILE``: broker properties (Kafka's names: key stores, ``sasl.enabled.mechanisms``,
-JAAS) that secure the brokers a command starts (reference, reference:N, docker) to match the clients'
+JAAS) that secure the brokers a command starts (reference, reference:N, docker:V[:N]) to match the clients'
 ``security.protocol`` (``targets.client_listener``)."""
 
 from __future__ import annotations

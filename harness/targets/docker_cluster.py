@@ -108,13 +108,6 @@ class DockerClusterTarget(DockerTarget):
     def node_ids(self) -> tuple[int, ...]:
         return (self.controller_id, *self.broker_ids)
 
-    def secure_brokers(self, protocol: str, properties: dict[str, str]) -> None:
-        if protocol.upper() != "PLAINTEXT" or properties:
-            raise TargetError(
-                f"target {self.name}: the docker chaos cluster (docker:VERSION:N) serves PLAINTEXT only; "
-                "a secured docker target is docker:VERSION"
-            )
-
     # ---- lifecycle ------------------------------------------------------------------------------
 
     def _prepare(self) -> None:
@@ -127,7 +120,8 @@ class DockerClusterTarget(DockerTarget):
             cluster_id=new_cluster_id(),
             settings=self.settings,
             heap=self.heap,
-            extra_env=self.extra_env,
+            extra_env={**self._security_env, **self.extra_env},
+            external_protocol=self.client_protocol,
         )
 
     def _launch(self) -> None:
@@ -179,6 +173,10 @@ class DockerClusterTarget(DockerTarget):
             options["ports"] = dict(spec.ports)
         if spec.volume:
             options["volumes"] = {spec.volume: {"bind": DATA_DIR, "mode": "rw"}}
+        if self._mounts:  # key and trust stores the broker config names (DockerTarget.secure_brokers)
+            options.setdefault("volumes", {}).update(
+                {host: {"bind": inside, "mode": "ro"} for host, inside in self._mounts.items()}
+            )
         return options
 
     @staticmethod

@@ -169,9 +169,11 @@ def plan_cluster(
     settings: dict[str, str] | None = None,
     heap: str = DEFAULT_HEAP,
     extra_env: dict[str, str] | None = None,
+    external_protocol: str = "PLAINTEXT",
 ) -> ClusterPlan:
     """The whole cluster; ``host_ports`` are 2N+1 free ports on 127.0.0.1: the Toxiproxy API, each
-    broker's client proxy, each broker's own listener. Pure: no Docker involved."""
+    broker's client proxy, each broker's own listener. ``external_protocol`` is the clients' listener's
+    security protocol (``client_listener``). Pure: no Docker involved."""
     if not 1 <= brokers <= MAX_BROKERS:
         raise TargetError(f"docker target: the broker count must be 1 to {MAX_BROKERS}, not {brokers}")
     if len(host_ports) != 2 * brokers + 1:
@@ -244,7 +246,7 @@ def plan_cluster(
                 f"EXTERNAL://127.0.0.1:{client_ports[b - 1]}"
             ),
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
-                f"{ctrl[b]}:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
+                f"{ctrl[b]}:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:{external_protocol}"
             ),
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
             **(extra_env or {}),

@@ -73,6 +73,29 @@ def test_a_secured_docker_target_asks_the_engine_for_a_sasl_external_listener(tm
     target.stop()
 
 
+def test_a_secured_docker_cluster_puts_every_brokers_external_listener_on_the_clients_protocol(tmp_path):
+    from kconform.harness.targets.docker_cluster import DockerClusterTarget
+
+    from ..support.fake_docker import FakeClock, FakeToxiproxy, ports
+
+    (tmp_path / "ca.pem").write_text("ca")
+    client, clock, server = FakeDocker(), FakeClock(), FakeToxiproxy()
+    target = DockerClusterTarget("docker:4.1.0:3", version="4.1.0", brokers=3, client=client,
+                                 toxiproxy=lambda url: server, ports=ports, readiness=lambda addrs: None,
+                                 clock=clock, sleep=clock.sleep)  # fmt: skip
+    target.secure_brokers("SASL_SSL", {**BROKER, "ssl.truststore.location": str(tmp_path / "ca.pem")})
+    target.start()
+    brokers = [c for c in client.live() if "-kafka-" in c.kwargs["name"]]
+    assert len(brokers) == 3
+    for container in brokers:
+        env = container.kwargs["environment"]
+        assert env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].endswith(",INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL")
+        assert env["KAFKA_LISTENER_NAME_EXTERNAL_PLAIN_SASL_JAAS_CONFIG"] == JAAS
+        mount = container.kwargs["volumes"][str(tmp_path.resolve())]
+        assert mount == {"bind": "/etc/kconform/security/0", "mode": "ro"}
+    target.stop()
+
+
 @pytest.mark.parametrize(
     ("spec", "client", "broker", "message"),
     [
@@ -80,7 +103,6 @@ def test_a_secured_docker_target_asks_the_engine_for_a_sasl_external_listener(tm
         ("reference", CLIENT, {}, "need a broker config"),
         ("reference", CLIENT, {**BROKER, "listeners": "X://:1"}, "kconform sets listeners itself"),
         ("bootstrap:127.0.0.1:9", CLIENT, BROKER, "not a running cluster"),
-        ("docker:4.0:3", CLIENT, BROKER, "serves PLAINTEXT only"),
     ],
 )
 def test_what_cannot_be_secured_says_so_before_anything_starts(spec, client, broker, message):
