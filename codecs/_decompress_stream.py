@@ -83,7 +83,9 @@ def _gzip_chunks(data, limit: int, chunk_size: int) -> Iterator[bytes]:
         pending = rest
         while not inflater.eof:
             try:
-                chunk = inflater.decompress(pending, chunk_size)
+                # never more than one byte past the limit, as the whole reader asks: a stream that
+                # overflows is refused for that before its trailer is checked, whatever the piece size
+                chunk = inflater.decompress(pending, min(chunk_size, limit - total + 1))
             except zlib.error as exc:
                 raise DecompressionError(f"gzip: {exc}") from None
             total += len(chunk)
