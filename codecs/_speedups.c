@@ -430,11 +430,13 @@ static int read_varlong(Reader *r, int64_t *out) {
     return -1;
 }
 
-/* Zig-zag varint: at most 5 bytes, the raw value up to 35 bits as the pure reader takes it. */
+/* Zig-zag varint: at most 5 bytes, of which Kafka's readVarint (shifting into a Java int) and the
+   pure reader keep the low 32 bits. */
 static inline int read_varint(Reader *r, int64_t *out) {
     uint64_t v;
     if (read_uvarint(r, &v) < 0) return -1;
-    *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+    uint32_t u = (uint32_t)v;
+    *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
     return 0;
 }
 
