@@ -10,19 +10,16 @@ handed out before an error. Raw (unframed) snappy is one block, decompressed who
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 import cramjam
 
 from ._lz4_frame import lz4_blocks
+from ._xerial_frame import XERIAL_MAGIC, xerial_blocks
 from .compression import DecompressionError, decompress
 
 __all__ = ["lz4_chunks", "snappy_chunks"]
 
-_I32BE = struct.Struct(">i")
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER_SIZE = 16
 _SNAPPY_MAX_RATIO = 22  # the most a snappy block can expand, plus 64 bytes (see compression._snappy_raw)
 
 
@@ -42,28 +39,12 @@ def snappy_chunks(data, limit: int, chunk_size: int) -> Iterator[memoryview | by
     """The snappy payload ``data`` decompressed one xerial block at a time, in pieces of at most
     ``chunk_size``; the checks of ``compression._snappy_decompress``."""
     view = memoryview(data)
-    if view[:8] != _XERIAL_MAGIC:  # raw snappy: one block
+    if view[:8] != XERIAL_MAGIC:  # raw snappy: one block
         yield from _pieces(memoryview(decompress(2, view, max_size=limit)), chunk_size)
         return
-    end = len(view)
-    if end < _XERIAL_HEADER_SIZE:
-        raise DecompressionError("snappy: xerial header is truncated")
-    pos = _XERIAL_HEADER_SIZE
     total = 0
-    while pos < end:
-        if view[pos : pos + 8] == _XERIAL_MAGIC:  # a concatenated stream starts again with a header
-            if end - pos < _XERIAL_HEADER_SIZE:
-                raise DecompressionError("snappy: xerial header is truncated")
-            pos += _XERIAL_HEADER_SIZE
-            continue
-        if end - pos < 4:
-            raise DecompressionError("snappy: xerial block length is truncated")
-        (size,) = _I32BE.unpack_from(view, pos)
-        pos += 4
-        if size < 0 or size > end - pos:
-            raise DecompressionError(f"snappy: xerial block of {size} bytes at {pos - 4} overruns the input")
-        block = _snappy_block(view[pos : pos + size], limit, total)
-        pos += size
+    for compressed in xerial_blocks(view):
+        block = _snappy_block(compressed, limit, total)
         total += len(block)
         yield from _pieces(memoryview(block), chunk_size)
 

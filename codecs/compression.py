@@ -17,6 +17,7 @@ import xxhash
 
 from ._decompression_error import DecompressionError
 from ._lz4_frame import LZ4_MAGIC, LZ4_RAW_BIT, lz4_blocks
+from ._xerial_frame import XERIAL_MAGIC, xerial_blocks
 
 __all__ = [
     "Compression",
@@ -89,8 +90,7 @@ def _gzip_decompress(data, limit: int) -> bytes:
 
 # --- snappy ---------------------------------------------------------------------------------------
 # snappy-java's SnappyOutputStream framing, which the Java client writes for every magic.
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
 
 
@@ -127,29 +127,12 @@ def _snappy_raw(block, limit: int, out: bytearray) -> None:
 def _snappy_decompress(data, limit: int) -> bytes:
     view = memoryview(data)
     out = bytearray()
-    if view[:8] != _XERIAL_MAGIC:
+    if view[:8] != XERIAL_MAGIC:
         # Raw snappy (librdkafka and others); snappy-java's SnappyInputStream falls back the same way.
         _snappy_raw(view, limit, out)
         return bytes(out)
-    end = len(view)
-    if end < 16:
-        raise DecompressionError("snappy: xerial header is truncated")
-    # The version fields are not checked: some producers write them little-endian.
-    pos = 16
-    while pos < end:
-        if view[pos : pos + 8] == _XERIAL_MAGIC:  # concatenated streams restart with a header
-            if end - pos < 16:
-                raise DecompressionError("snappy: xerial header is truncated")
-            pos += 16
-            continue
-        if end - pos < 4:
-            raise DecompressionError("snappy: xerial block length is truncated")
-        (size,) = _I32BE.unpack_from(view, pos)
-        pos += 4
-        if size < 0 or size > end - pos:
-            raise DecompressionError(f"snappy: xerial block of {size} bytes at {pos - 4} overruns the input")
-        _snappy_raw(view[pos : pos + size], limit, out)
-        pos += size
+    for block in xerial_blocks(view):
+        _snappy_raw(block, limit, out)
     return bytes(out)
 
 
